@@ -1,0 +1,218 @@
+#include "engine/kv_cache_manager.h"
+
+#include <sstream>
+
+#include "engine/block_hash.h"
+#include "engine/config_error.h"
+
+namespace testbed {
+
+void CacheConfig::validate() const {
+  require(block_size > 0 && block_size <= 1024, "cache.block_size", "must be in [1, 1024]");
+  require(num_blocks >= 0, "cache.num_blocks", "must be >= 0 (0 derives it from memory)");
+  require(gpu_memory_fraction > 0 && gpu_memory_fraction <= 1, "cache.gpu_memory_fraction",
+          "must be in (0, 1]");
+}
+
+int PrefixHit::num_tokens() const { return static_cast<int>(blocks.size()) * block_size; }
+
+KvCacheManager::KvCacheManager(int num_blocks, int block_size, bool enable_prefix_cache)
+    : block_size_(block_size), prefix_cache_(enable_prefix_cache), blocks_(num_blocks) {
+  require(num_blocks > 0, "cache.num_blocks", "the KV cache needs at least one block");
+  require(block_size > 0, "cache.block_size", "must be positive");
+  for (int b = 0; b < num_blocks; ++b) push_free_back(b);
+}
+
+PrefixHit KvCacheManager::find_cached_prefix(Sequence& seq) const {
+  PrefixHit hit;
+  hit.block_size = block_size_;
+  if (!prefix_cache_ || cached_.empty()) return hit;
+  // At least one token is computed, so the last step has logits to sample from.
+  const int max_blocks = (seq.num_tokens() - 1) / block_size_;
+  if (max_blocks <= 0) return hit;
+  const std::vector<uint64_t>& hashes = seq.block_hashes(block_size_);
+  for (int b = 0; b < max_blocks; ++b) {
+    auto it = cached_.find(hashes[b]);
+    if (it == cached_.end()) break;
+    hit.blocks.push_back(it->second);
+  }
+  return hit;
+}
+
+bool KvCacheManager::can_allocate(const Sequence& seq, int num_new_tokens, const PrefixHit& hit) const {
+  const bool take_hit = seq.block_table.empty() && !hit.blocks.empty();
+  const int base = take_hit ? hit.num_tokens() : seq.num_computed_tokens;
+  const int held = take_hit ? static_cast<int>(hit.blocks.size()) : static_cast<int>(seq.block_table.size());
+  int need = blocks_needed(base + num_new_tokens) - held;
+  if (need < 0) need = 0;
+  if (take_hit) {
+    for (int32_t b : hit.blocks)
+      if (blocks_[b].ref_count == 0) ++need;  // a cached free block leaves the free list
+  }
+  return need <= num_free_;
+}
+
+bool KvCacheManager::allocate(Sequence& seq, int num_new_tokens, const PrefixHit& hit) {
+  if (!can_allocate(seq, num_new_tokens, hit)) return false;
+  if (seq.block_table.empty() && !hit.blocks.empty()) {
+    for (int32_t b : hit.blocks) {
+      touch(b);
+      seq.block_table.push_back(b);
+    }
+    seq.num_computed_tokens = hit.num_tokens();
+    seq.num_committed_blocks = static_cast<int>(hit.blocks.size());
+  }
+  const int target = blocks_needed(seq.num_computed_tokens + num_new_tokens);
+  while (static_cast<int>(seq.block_table.size()) < target) {
+    const int b = take_free_block();
+    blocks_[b].ref_count = 1;
+    seq.block_table.push_back(b);
+  }
+  return true;
+}
+
+void KvCacheManager::commit_full_blocks(Sequence& seq) {
+  const int num_full = seq.num_computed_tokens / block_size_;
+  if (!prefix_cache_) {
+    seq.num_committed_blocks = num_full;
+    return;
+  }
+  if (seq.num_committed_blocks >= num_full) return;
+  const std::vector<uint64_t>& hashes = seq.block_hashes(block_size_);
+  for (int i = seq.num_committed_blocks; i < num_full; ++i) {
+    const uint64_t h = hashes[i];
+    // Another sequence may have computed the same block meanwhile: keep the
+    // first copy registered; ours stays anonymous and is reused first.
+    if (cached_.count(h)) continue;
+    Block& block = blocks_[seq.block_table[i]];
+    block.has_hash = true;
+    block.hash = h;
+    cached_.emplace(h, seq.block_table[i]);
+    KvEvent ev;
+    ev.kind = KvEvent::Kind::BlockStored;
+    ev.block_hash = h;
+    ev.parent_hash = i == 0 ? root_block_hash(seq.request().cache_salt) : hashes[i - 1];
+    ev.num_tokens = block_size_;
+    publish(ev);
+  }
+  seq.num_committed_blocks = num_full;
+}
+
+void KvCacheManager::free(Sequence& seq) {
+  for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) {
+    Block& block = blocks_[*it];
+    if (--block.ref_count == 0) {
+      if (block.has_hash)
+        push_free_back(*it);
+      else
+        push_free_front(*it);
+    }
+  }
+  seq.block_table.clear();
+  seq.num_committed_blocks = 0;
+}
+
+void KvCacheManager::clear_cache() {
+  for (auto& [hash, id] : cached_) blocks_[id].has_hash = false;
+  cached_.clear();
+  KvEvent ev;
+  ev.kind = KvEvent::Kind::AllCleared;
+  publish(ev);
+}
+
+int KvCacheManager::take_free_block() {
+  const int b = free_head_;
+  unlink_free(b);
+  if (blocks_[b].has_hash) evict(b);
+  return b;
+}
+
+void KvCacheManager::touch(int b) {
+  if (blocks_[b].ref_count == 0) unlink_free(b);
+  ++blocks_[b].ref_count;
+}
+
+void KvCacheManager::evict(int b) {
+  Block& block = blocks_[b];
+  cached_.erase(block.hash);
+  block.has_hash = false;
+  KvEvent ev;
+  ev.kind = KvEvent::Kind::BlockRemoved;
+  ev.block_hash = block.hash;
+  publish(ev);
+}
+
+void KvCacheManager::push_free_back(int b) {
+  Block& block = blocks_[b];
+  block.prev = free_tail_;
+  block.next = -1;
+  if (free_tail_ >= 0) blocks_[free_tail_].next = b; else free_head_ = b;
+  free_tail_ = b;
+  block.in_free_list = true;
+  ++num_free_;
+}
+
+void KvCacheManager::push_free_front(int b) {
+  Block& block = blocks_[b];
+  block.prev = -1;
+  block.next = free_head_;
+  if (free_head_ >= 0) blocks_[free_head_].prev = b; else free_tail_ = b;
+  free_head_ = b;
+  block.in_free_list = true;
+  ++num_free_;
+}
+
+void KvCacheManager::unlink_free(int b) {
+  Block& block = blocks_[b];
+  if (block.prev >= 0) blocks_[block.prev].next = block.next; else free_head_ = block.next;
+  if (block.next >= 0) blocks_[block.next].prev = block.prev; else free_tail_ = block.prev;
+  block.prev = block.next = -1;
+  block.in_free_list = false;
+  --num_free_;
+}
+
+void KvCacheManager::publish(const KvEvent& event) {
+  for (KvEventListener* l : listeners_) l->on_kv_event(event);
+}
+
+std::string KvCacheManager::check_invariants(const std::vector<const Sequence*>& live) const {
+  std::ostringstream err;
+  std::vector<int> expected(blocks_.size(), 0);
+  for (const Sequence* s : live)
+    for (int32_t b : s->block_table) {
+      if (b < 0 || b >= num_blocks()) {
+        err << "sequence " << s->id() << " holds invalid block " << b << "; ";
+        continue;
+      }
+      ++expected[b];
+    }
+  int listed = 0;
+  for (int b = free_head_, prev = -1; b >= 0; prev = b, b = blocks_[b].next) {
+    if (blocks_[b].prev != prev) err << "free list link broken at " << b << "; ";
+    if (!blocks_[b].in_free_list) err << "block " << b << " listed but not flagged free; ";
+    if (++listed > num_blocks()) {
+      err << "free list has a cycle; ";
+      break;
+    }
+  }
+  if (listed != num_free_) err << "free list holds " << listed << " but num_free is " << num_free_ << "; ";
+  int hashed = 0;
+  for (int b = 0; b < num_blocks(); ++b) {
+    const Block& block = blocks_[b];
+    if (block.ref_count < 0) err << "block " << b << " refcount " << block.ref_count << "; ";
+    if (block.ref_count != expected[b])
+      err << "block " << b << " refcount " << block.ref_count << " but held " << expected[b] << " times; ";
+    if ((block.ref_count == 0) != block.in_free_list)
+      err << "block " << b << " refcount " << block.ref_count << " vs free flag " << block.in_free_list << "; ";
+    if (block.has_hash) {
+      ++hashed;
+      auto it = cached_.find(block.hash);
+      if (it == cached_.end() || it->second != b) err << "block " << b << " hash not indexed; ";
+    }
+  }
+  if (hashed != static_cast<int>(cached_.size()))
+    err << cached_.size() << " cache entries but " << hashed << " hashed blocks; ";
+  return err.str();
+}
+
+}  // namespace testbed

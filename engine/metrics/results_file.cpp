@@ -1,0 +1,171 @@
+#include "engine/metrics/results_file.h"
+
+#include <H5Cpp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+
+#include "engine/config_error.h"
+
+namespace testbed {
+namespace {
+
+template <class T>
+void write_dataset(H5::H5File& file, const std::string& path, const std::vector<T>& v, const H5::PredType& type) {
+  hsize_t dims[1] = {v.size()};
+  H5::DataSpace space(1, dims);
+  H5::DSetCreatPropList props;
+  if (!v.empty()) {  // chunked + compressed: per-step tables of long simulations get large
+    hsize_t chunk[1] = {std::min<hsize_t>(v.size(), 65536)};
+    props.setChunk(1, chunk);
+    props.setDeflate(4);
+  }
+  H5::DataSet ds = file.createDataSet(path, type, space, props);
+  if (!v.empty()) ds.write(v.data(), type);
+}
+
+}  // namespace
+
+ResultsFile::ResultsFile(const std::string& path) : path_(path), tmp_path_(path + ".tmp") {
+  H5::Exception::dontPrint();
+  try {
+    file_ = std::make_unique<H5::H5File>(tmp_path_, H5F_ACC_TRUNC);
+  } catch (const H5::Exception& e) {
+    throw ConfigError(path + ": cannot create results file (" + e.getDetailMsg() + ")");
+  }
+}
+
+ResultsFile::~ResultsFile() {
+  if (!committed_) {
+    file_.reset();
+    std::remove(tmp_path_.c_str());
+  }
+}
+
+void ResultsFile::ensure_group(const std::string& group) {
+  if (!file_->nameExists(group)) file_->createGroup(group);
+}
+
+void ResultsFile::add_column(const std::string& group, const std::string& name, const std::vector<double>& v) {
+  ensure_group(group);
+  write_dataset(*file_, group + "/" + name, v, H5::PredType::NATIVE_DOUBLE);
+}
+
+void ResultsFile::add_column(const std::string& group, const std::string& name, const std::vector<int64_t>& v) {
+  ensure_group(group);
+  write_dataset(*file_, group + "/" + name, v, H5::PredType::NATIVE_INT64);
+}
+
+void ResultsFile::add_column(const std::string& group, const std::string& name, const std::vector<int32_t>& v) {
+  ensure_group(group);
+  write_dataset(*file_, group + "/" + name, v, H5::PredType::NATIVE_INT32);
+}
+
+void ResultsFile::set_attr(const std::string& group, const std::string& name, double v) {
+  ensure_group(group);
+  H5::Group g = file_->openGroup(group);
+  if (g.attrExists(name)) g.removeAttr(name);
+  H5::Attribute a = g.createAttribute(name, H5::PredType::NATIVE_DOUBLE, H5::DataSpace(H5S_SCALAR));
+  a.write(H5::PredType::NATIVE_DOUBLE, &v);
+}
+
+void ResultsFile::set_attr(const std::string& group, const std::string& name, const std::string& v) {
+  ensure_group(group);
+  H5::Group g = file_->openGroup(group);
+  if (g.attrExists(name)) g.removeAttr(name);
+  H5::StrType type(H5::PredType::C_S1, std::max<size_t>(v.size(), 1));
+  H5::Attribute a = g.createAttribute(name, type, H5::DataSpace(H5S_SCALAR));
+  a.write(type, v.empty() ? std::string(" ") : v);
+}
+
+void ResultsFile::write_requests(const std::vector<RequestRecord>& unsorted) {
+  std::vector<RequestRecord> r = unsorted;
+  std::sort(r.begin(), r.end(), [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
+  auto col_d = [&](auto f) {
+    std::vector<double> v;
+    v.reserve(r.size());
+    for (const auto& x : r) v.push_back(f(x));
+    return v;
+  };
+  auto col_i = [&](auto f) {
+    std::vector<int32_t> v;
+    v.reserve(r.size());
+    for (const auto& x : r) v.push_back(f(x));
+    return v;
+  };
+  std::vector<int64_t> ids;
+  for (const auto& x : r) ids.push_back(x.id);
+  add_column("requests", "id", ids);
+  add_column("requests", "instance", col_i([](const RequestRecord& x) { return x.instance; }));
+  add_column("requests", "arrival_s", col_d([](const RequestRecord& x) { return x.arrival_s; }));
+  add_column("requests", "first_token_s", col_d([](const RequestRecord& x) { return x.first_token_s; }));
+  add_column("requests", "finish_s", col_d([](const RequestRecord& x) { return x.finish_s; }));
+  add_column("requests", "ttft_s", col_d([](const RequestRecord& x) { return x.ttft_s(); }));
+  add_column("requests", "tpot_s", col_d([](const RequestRecord& x) { return x.tpot_s(); }));
+  add_column("requests", "e2e_s", col_d([](const RequestRecord& x) { return x.e2e_s(); }));
+  add_column("requests", "prompt_tokens", col_i([](const RequestRecord& x) { return x.prompt_tokens; }));
+  add_column("requests", "cached_tokens", col_i([](const RequestRecord& x) { return x.cached_tokens; }));
+  add_column("requests", "output_tokens", col_i([](const RequestRecord& x) { return x.output_tokens; }));
+  add_column("requests", "preemptions", col_i([](const RequestRecord& x) { return x.preemptions; }));
+}
+
+void ResultsFile::write_steps(const std::vector<StepRecord>& s) {
+  auto col_d = [&](auto f) {
+    std::vector<double> v;
+    v.reserve(s.size());
+    for (const auto& x : s) v.push_back(f(x));
+    return v;
+  };
+  auto col_i = [&](auto f) {
+    std::vector<int32_t> v;
+    v.reserve(s.size());
+    for (const auto& x : s) v.push_back(f(x));
+    return v;
+  };
+  add_column("steps", "instance", col_i([](const StepRecord& x) { return x.instance; }));
+  add_column("steps", "start_s", col_d([](const StepRecord& x) { return x.start_s; }));
+  add_column("steps", "duration_s", col_d([](const StepRecord& x) { return x.duration_s; }));
+  add_column("steps", "num_seqs", col_i([](const StepRecord& x) { return x.num_seqs; }));
+  add_column("steps", "prefill_tokens", col_i([](const StepRecord& x) { return x.prefill_tokens; }));
+  add_column("steps", "decode_tokens", col_i([](const StepRecord& x) { return x.decode_tokens; }));
+  add_column("steps", "kv_blocks_used", col_i([](const StepRecord& x) { return x.kv_blocks_used; }));
+  add_column("steps", "num_preempted", col_i([](const StepRecord& x) { return x.num_preempted; }));
+  add_column("steps", "num_waiting", col_i([](const StepRecord& x) { return x.num_waiting; }));
+}
+
+void ResultsFile::write_summary(const Summary& summary) {
+  ensure_group("summary");
+  for (const auto& [name, value] : summary.values()) set_attr("summary", name, value);
+}
+
+void ResultsFile::write_config(const std::vector<std::pair<std::string, std::string>>& config) {
+  ensure_group("config");
+  for (const auto& [key, value] : config) set_attr("config", key, value);
+}
+
+void ResultsFile::write_tokens(const std::vector<int64_t>& request_ids, const std::vector<std::vector<int32_t>>& tokens) {
+  std::vector<size_t> order(request_ids.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return request_ids[a] < request_ids[b]; });
+  std::vector<int64_t> ids, offsets{0};
+  std::vector<int32_t> flat;
+  for (size_t i : order) {
+    ids.push_back(request_ids[i]);
+    flat.insert(flat.end(), tokens[i].begin(), tokens[i].end());
+    offsets.push_back(static_cast<int64_t>(flat.size()));
+  }
+  add_column("tokens", "request_id", ids);
+  add_column("tokens", "offsets", offsets);
+  add_column("tokens", "ids", flat);
+}
+
+void ResultsFile::commit() {
+  file_->close();
+  file_.reset();
+  std::filesystem::rename(tmp_path_, path_);
+  committed_ = true;
+}
+
+}  // namespace testbed

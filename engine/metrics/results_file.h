@@ -1,0 +1,55 @@
+// ResultsFile: one HDF5 file per run. Tables are groups of equal-length 1-D
+// column datasets (h5py: f["requests"]["ttft_s"][:]); scalars are attributes.
+// It writes to PATH.tmp and renames on commit(), so an interrupted or failed run
+// never leaves a half-written results file.
+//
+// Layout written by `testbed run`:
+//   /requests  id, instance, arrival_s, first_token_s, finish_s, ttft_s, tpot_s, e2e_s,
+//              prompt_tokens, cached_tokens, output_tokens, preemptions
+//   /steps     instance, start_s, duration_s, num_seqs, prefill_tokens, decode_tokens,
+//              kv_blocks_used, num_preempted, num_waiting
+//   /summary   attributes (see summary.h)
+//   /config    attributes: the resolved config, key -> value string
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/metrics/run_recorder.h"
+#include "engine/metrics/summary.h"
+
+namespace H5 {
+class H5File;
+}
+
+namespace testbed {
+
+class ResultsFile {
+ public:
+  explicit ResultsFile(const std::string& path);
+  ~ResultsFile();  // removes the temporary file unless committed
+
+  void add_column(const std::string& group, const std::string& name, const std::vector<double>& v);
+  void add_column(const std::string& group, const std::string& name, const std::vector<int64_t>& v);
+  void add_column(const std::string& group, const std::string& name, const std::vector<int32_t>& v);
+  void set_attr(const std::string& group, const std::string& name, double v);
+  void set_attr(const std::string& group, const std::string& name, const std::string& v);
+
+  void write_requests(const std::vector<RequestRecord>& requests);
+  void write_steps(const std::vector<StepRecord>& steps);
+  void write_summary(const Summary& summary);
+  void write_config(const std::vector<std::pair<std::string, std::string>>& config);
+  // Output token ids of each request (ragged: /tokens/request_id, offsets, ids).
+  void write_tokens(const std::vector<int64_t>& request_ids, const std::vector<std::vector<int32_t>>& tokens);
+
+  void commit();
+
+ private:
+  void ensure_group(const std::string& group);
+  std::string path_, tmp_path_;
+  std::unique_ptr<H5::H5File> file_;
+  bool committed_ = false;
+};
+
+}  // namespace testbed

@@ -1,0 +1,57 @@
+#include "engine/metrics/run_recorder.h"
+
+#include <cmath>
+
+namespace testbed {
+
+double RequestRecord::tpot_s() const {
+  return output_tokens > 1 ? (finish_s - first_token_s) / (output_tokens - 1) : NAN;
+}
+
+void RunRecorder::on_arrival(int instance, const Sequence& seq, double t) {
+  ++num_arrived_;
+  for (MetricsSink* s : forwards_) s->on_arrival(instance, seq, t);
+}
+
+void RunRecorder::on_step(const StepRecord& step) {
+  ++num_steps_;
+  busy_s_ += step.duration_s;
+  if (keep_steps_) steps_.push_back(step);
+  for (MetricsSink* s : forwards_) s->on_step(step);
+}
+
+void RunRecorder::on_first_token(int instance, const Sequence& seq, double t) {
+  for (MetricsSink* s : forwards_) s->on_first_token(instance, seq, t);
+}
+
+void RunRecorder::on_token(int instance, const Sequence& seq, double t, double gap_s) {
+  itl_.add(gap_s);
+  for (MetricsSink* s : forwards_) s->on_token(instance, seq, t, gap_s);
+}
+
+void RunRecorder::on_finish(int instance, const Sequence& seq, double t) {
+  RequestRecord r;
+  r.id = seq.id();
+  r.instance = instance;
+  r.arrival_s = seq.arrival_s();
+  r.first_token_s = seq.first_token_s;
+  r.finish_s = t;
+  r.prompt_tokens = seq.num_prompt_tokens();
+  r.cached_tokens = seq.num_cached_tokens < 0 ? 0 : seq.num_cached_tokens;
+  r.output_tokens = seq.num_output_tokens();
+  r.preemptions = seq.num_preemptions;
+  requests_.push_back(r);
+  if (keep_tokens_) {
+    tokens_.emplace_back(seq.tokens().begin() + seq.num_prompt_tokens(), seq.tokens().end());
+    token_owner_.push_back(seq.id());
+  }
+  for (MetricsSink* s : forwards_) s->on_finish(instance, seq, t);
+}
+
+void RunRecorder::on_kv_event(int instance, const KvEvent& event) {
+  if (event.kind == KvEvent::Kind::BlockStored) ++num_blocks_stored_;
+  if (event.kind == KvEvent::Kind::BlockRemoved) ++num_blocks_removed_;
+  for (MetricsSink* s : forwards_) s->on_kv_event(instance, event);
+}
+
+}  // namespace testbed

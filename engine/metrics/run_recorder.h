@@ -1,0 +1,64 @@
+// RunRecorder: the MetricsSink every run uses. Keeps one record per finished
+// request and per step (nothing per token: inter-token gaps go to a histogram),
+// and forwards every call to further sinks (progress, fleet views...).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/metrics/log_histogram.h"
+#include "engine/metrics_sink.h"
+
+namespace testbed {
+
+struct RequestRecord {
+  int64_t id = 0;
+  int32_t instance = 0;
+  double arrival_s = 0, first_token_s = 0, finish_s = 0;
+  int32_t prompt_tokens = 0, cached_tokens = 0, output_tokens = 0, preemptions = 0;
+  double ttft_s() const { return first_token_s - arrival_s; }
+  double e2e_s() const { return finish_s - arrival_s; }
+  // Time per output token after the first; NaN for one-token outputs.
+  double tpot_s() const;
+};
+
+class RunRecorder : public MetricsSink {
+ public:
+  explicit RunRecorder(bool keep_steps = true, bool keep_tokens = false)
+      : keep_steps_(keep_steps), keep_tokens_(keep_tokens) {}
+
+  void forward_to(MetricsSink* sink) { forwards_.push_back(sink); }
+
+  void on_arrival(int instance, const Sequence& seq, double t) override;
+  void on_step(const StepRecord& step) override;
+  void on_first_token(int instance, const Sequence& seq, double t) override;
+  void on_token(int instance, const Sequence& seq, double t, double gap_s) override;
+  void on_finish(int instance, const Sequence& seq, double t) override;
+  void on_kv_event(int instance, const KvEvent& event) override;
+
+  int64_t num_arrived() const { return num_arrived_; }
+  int64_t num_finished() const { return static_cast<int64_t>(requests_.size()); }
+  const std::vector<RequestRecord>& requests() const { return requests_; }
+  const std::vector<StepRecord>& steps() const { return steps_; }
+  const LogHistogram& itl() const { return itl_; }
+  int64_t num_steps() const { return num_steps_; }
+  double busy_s() const { return busy_s_; }  // sum of step durations, all instances
+  int64_t num_blocks_stored() const { return num_blocks_stored_; }
+  int64_t num_blocks_removed() const { return num_blocks_removed_; }
+  // Output token ids of finished requests (keep_tokens only), in finish order.
+  const std::vector<std::vector<int32_t>>& output_tokens() const { return tokens_; }
+  const std::vector<int64_t>& output_token_ids() const { return token_owner_; }
+
+ private:
+  bool keep_steps_, keep_tokens_;
+  std::vector<MetricsSink*> forwards_;
+  std::vector<RequestRecord> requests_;
+  std::vector<StepRecord> steps_;
+  std::vector<std::vector<int32_t>> tokens_;
+  std::vector<int64_t> token_owner_;
+  LogHistogram itl_;
+  int64_t num_arrived_ = 0, num_steps_ = 0, num_blocks_stored_ = 0, num_blocks_removed_ = 0;
+  double busy_s_ = 0;
+};
+
+}  // namespace testbed

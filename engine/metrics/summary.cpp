@@ -1,0 +1,134 @@
+#include "engine/metrics/summary.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "engine/config_error.h"
+
+namespace testbed {
+
+void SloConfig::validate() const {
+  require(ttft_s >= 0, "slo.ttft_s", "must be >= 0 (0 disables it)");
+  require(tpot_s >= 0, "slo.tpot_s", "must be >= 0 (0 disables it)");
+}
+
+void Summary::set(const std::string& name, double value) {
+  for (auto& kv : values_)
+    if (kv.first == name) {
+      kv.second = value;
+      return;
+    }
+  values_.emplace_back(name, value);
+}
+
+double Summary::get(const std::string& name) const {
+  for (const auto& kv : values_)
+    if (kv.first == name) return kv.second;
+  return NAN;
+}
+
+bool Summary::has(const std::string& name) const {
+  for (const auto& kv : values_)
+    if (kv.first == name) return true;
+  return false;
+}
+
+double percentile(std::vector<double> v, double p) {
+  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const double rank = p / 100.0 * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(rank));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (rank - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+namespace {
+
+double mean(const std::vector<double>& v) {
+  double sum = 0;
+  int64_t n = 0;
+  for (double x : v)
+    if (!std::isnan(x)) {
+      sum += x;
+      ++n;
+    }
+  return n ? sum / n : NAN;
+}
+
+void add_distribution(Summary& s, const std::string& name, const std::vector<double>& v) {
+  s.set(name + "_mean_s", mean(v));
+  for (int p : {50, 90, 95, 99}) s.set(name + "_p" + std::to_string(p) + "_s", percentile(v, p));
+}
+
+}  // namespace
+
+Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& slo) {
+  const auto& reqs = rec.requests();
+  Summary s;
+  s.set("num_requests", static_cast<double>(rec.num_arrived()));
+  s.set("num_finished", static_cast<double>(reqs.size()));
+  std::vector<double> ttft, tpot, e2e;
+  double prompt = 0, cached = 0, output = 0, preemptions = 0, first = INFINITY, last = -INFINITY;
+  int64_t good = 0;
+  for (const RequestRecord& r : reqs) {
+    ttft.push_back(r.ttft_s());
+    tpot.push_back(r.tpot_s());
+    e2e.push_back(r.e2e_s());
+    prompt += r.prompt_tokens;
+    cached += r.cached_tokens;
+    output += r.output_tokens;
+    preemptions += r.preemptions;
+    first = std::min(first, r.arrival_s);
+    last = std::max(last, r.finish_s);
+    const bool ttft_ok = slo.ttft_s <= 0 || r.ttft_s() <= slo.ttft_s;
+    const bool tpot_ok = slo.tpot_s <= 0 || std::isnan(r.tpot_s()) || r.tpot_s() <= slo.tpot_s;
+    if (ttft_ok && tpot_ok) ++good;
+  }
+  const double duration = reqs.empty() ? 0.0 : last - first;
+  s.set("duration_s", duration);
+  s.set("prompt_tokens", prompt);
+  s.set("cached_tokens", cached);
+  s.set("output_tokens", output);
+  s.set("prefix_hit_rate", prompt > 0 ? cached / prompt : 0.0);
+  add_distribution(s, "ttft", ttft);
+  add_distribution(s, "tpot", tpot);
+  add_distribution(s, "e2e", e2e);
+  const LogHistogram& itl = rec.itl();
+  s.set("itl_mean_s", itl.mean());
+  for (int p : {50, 90, 99}) s.set("itl_p" + std::to_string(p) + "_s", itl.quantile(p / 100.0));
+  s.set("throughput_tok_s", duration > 0 ? output / duration : 0.0);
+  s.set("request_throughput_rps", duration > 0 ? reqs.size() / duration : 0.0);
+  s.set("goodput_rps", duration > 0 ? good / duration : 0.0);
+  s.set("slo_attainment", reqs.empty() ? 0.0 : static_cast<double>(good) / reqs.size());
+  s.set("preemptions", preemptions);
+  s.set("num_steps", static_cast<double>(rec.num_steps()));
+  s.set("num_instances", num_instances);
+  s.set("busy_gpu_seconds", rec.busy_s());
+  s.set("gpu_seconds", num_instances * duration);
+  s.set("kv_blocks_stored", static_cast<double>(rec.num_blocks_stored()));
+  s.set("kv_blocks_removed", static_cast<double>(rec.num_blocks_removed()));
+  return s;
+}
+
+std::string format_summary(const Summary& s) {
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "requests      %.0f finished of %.0f, %.0f preemptions, %.2f s\n"
+                "throughput    %.1f output tok/s, %.3f req/s, goodput %.3f req/s\n"
+                "prefix hits   %.1f%% of prompt tokens (%.0f of %.0f)\n"
+                "TTFT  (s)     mean %.4f  p50 %.4f  p90 %.4f  p99 %.4f\n"
+                "TPOT  (s)     mean %.4f  p50 %.4f  p90 %.4f  p99 %.4f\n"
+                "E2E   (s)     mean %.4f  p50 %.4f  p90 %.4f  p99 %.4f\n",
+                s.get("num_finished"), s.get("num_requests"), s.get("preemptions"), s.get("duration_s"),
+                s.get("throughput_tok_s"), s.get("request_throughput_rps"), s.get("goodput_rps"),
+                100.0 * s.get("prefix_hit_rate"), s.get("cached_tokens"), s.get("prompt_tokens"),
+                s.get("ttft_mean_s"), s.get("ttft_p50_s"), s.get("ttft_p90_s"), s.get("ttft_p99_s"),
+                s.get("tpot_mean_s"), s.get("tpot_p50_s"), s.get("tpot_p90_s"), s.get("tpot_p99_s"),
+                s.get("e2e_mean_s"), s.get("e2e_p50_s"), s.get("e2e_p90_s"), s.get("e2e_p99_s"));
+  return buf;
+}
+
+}  // namespace testbed

@@ -1,0 +1,40 @@
+// Summary metrics of a run, computed from a RunRecorder's records alone.
+// TTFT = first token - arrival (the first token comes at the end of the step that
+// finishes the prompt, so TTFT includes that step); TPOT = (finish - first token)
+// / (output tokens - 1); E2E = TTFT + (N - 1) x TPOT = finish - arrival.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/metrics/run_recorder.h"
+
+namespace testbed {
+
+struct SloConfig {
+  double ttft_s = 0.0;  // 0: no TTFT target
+  double tpot_s = 0.0;  // 0: no TPOT target
+  void validate() const;
+};
+
+class Summary {
+ public:
+  void set(const std::string& name, double value);
+  double get(const std::string& name) const;  // NaN when absent
+  bool has(const std::string& name) const;
+  const std::vector<std::pair<std::string, double>>& values() const { return values_; }
+
+ private:
+  std::vector<std::pair<std::string, double>> values_;
+};
+
+// Linear interpolation between closest ranks (numpy's default); NaN for no values.
+double percentile(std::vector<double> values, double p);
+
+Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& slo);
+
+// The lines `testbed run` prints.
+std::string format_summary(const Summary& s);
+
+}  // namespace testbed

@@ -1,0 +1,35 @@
+// MetricsSink: the one interface through which every engine, real or simulated,
+// reports what happened. Analysis reads the files a sink writes, never internals.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/kv_event.h"
+#include "engine/sequence.h"
+
+namespace testbed {
+
+struct StepRecord {
+  int instance = 0;
+  double start_s = 0.0;
+  double duration_s = 0.0;
+  int num_seqs = 0;
+  int prefill_tokens = 0;
+  int decode_tokens = 0;
+  int kv_blocks_used = 0;
+  int num_preempted = 0;
+  int num_waiting = 0;
+};
+
+class MetricsSink {
+ public:
+  virtual ~MetricsSink() = default;
+  virtual void on_arrival(int /*instance*/, const Sequence& /*seq*/, double /*t*/) {}
+  virtual void on_step(const StepRecord& /*step*/) {}
+  virtual void on_first_token(int /*instance*/, const Sequence& /*seq*/, double /*t*/) {}
+  virtual void on_token(int /*instance*/, const Sequence& /*seq*/, double /*t*/, double /*gap_s*/) {}
+  virtual void on_finish(int /*instance*/, const Sequence& /*seq*/, double /*t*/) {}
+  virtual void on_kv_event(int /*instance*/, const KvEvent& /*event*/) {}
+};
+
+}  // namespace testbed

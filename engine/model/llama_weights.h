@@ -1,0 +1,46 @@
+// Weights of a Llama-family decoder, as float tensors with Hugging Face shapes
+// ([out_features, in_features] for projections). Either seeded dummy values
+// (normal with the config's initializer_range, norms at one: what vLLM's
+// load_format=dummy is for, benchmarking without a checkpoint) or a
+// safetensors file with Hugging Face tensor names.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/model/model_config.h"
+#include "engine/model/tensor.h"
+
+namespace testbed {
+
+struct LayerWeights {
+  Tensor attn_norm;       // [hidden]
+  Tensor wq, wk, wv, wo;  // [q_size, hidden], [kv_size, hidden] x2, [hidden, q_size]
+  Tensor q_norm, k_norm;  // [head_dim] (qk_norm models only)
+  Tensor mlp_norm;        // [hidden]
+  Tensor w_gate, w_up;    // [intermediate, hidden]
+  Tensor w_down;          // [hidden, intermediate]
+};
+
+struct LlamaWeights {
+  Tensor embed;       // [vocab, hidden]
+  std::vector<LayerWeights> layers;
+  Tensor final_norm;  // [hidden]
+  Tensor lm_head;     // [vocab, hidden]; empty when tied to embed
+  const Tensor& output_embedding() const { return lm_head.empty() ? embed : lm_head; }
+};
+
+// Visits every tensor the config needs with its Hugging Face name and shape.
+void for_each_weight(const ModelConfig& cfg, LlamaWeights& w,
+                     const std::function<void(const std::string& name, Tensor& t, const std::vector<int64_t>& shape,
+                                              bool is_norm)>& fn);
+
+LlamaWeights make_dummy_weights(const ModelConfig& cfg, uint64_t seed);
+// Throws ConfigError naming the file and the first missing, mismatched or truncated tensor.
+LlamaWeights load_safetensors_weights(const ModelConfig& cfg, const std::string& path);
+void save_safetensors_weights(const ModelConfig& cfg, const LlamaWeights& w, const std::string& path,
+                              const std::string& dtype);
+
+}  // namespace testbed

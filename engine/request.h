@@ -1,0 +1,32 @@
+// Request: what a client sends. Prompt token ids, sampling parameters, the
+// target output length (trace semantics: generate exactly this many tokens,
+// as vLLM's ignore_eos), and its arrival time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace testbed {
+
+struct SamplingParams {
+  float temperature = 0.0f;  // 0 = greedy
+  int top_k = 0;             // 0 = off
+  float top_p = 1.0f;        // 1 = off
+  uint64_t seed = 0;         // with the request id and position, fixes every draw
+};
+
+struct Request {
+  int64_t id = 0;
+  double arrival_s = 0.0;
+  std::vector<int32_t> prompt;
+  int max_output_tokens = 1;
+  SamplingParams sampling;
+  uint64_t cache_salt = 0;  // extra key of every block hash (model, adapter, tenant)
+  int64_t session_id = -1;  // multi-turn traces: the conversation this turn belongs to
+  // Optional: the tokens a simulated executor emits for this request (a
+  // generator that knows the "answer" of a turn, so later turns can share it).
+  std::vector<int32_t> scripted_output;
+};
+
+}  // namespace testbed

@@ -1,0 +1,29 @@
+#include "engine/sequence.h"
+
+#include "engine/block_hash.h"
+
+namespace testbed {
+
+Sequence::Sequence(Request request) : request_(std::move(request)) {
+  tokens_ = std::move(request_.prompt);
+  request_.prompt.clear();
+  num_prompt_tokens_ = static_cast<int>(tokens_.size());
+}
+
+const std::vector<uint64_t>& Sequence::block_hashes(int block_size) {
+  if (hashed_block_size_ != block_size) {
+    block_hashes_.clear();
+    hashed_block_size_ = block_size;
+  }
+  extend_block_hashes(block_hashes_, tokens_, block_size, request_.cache_salt);
+  return block_hashes_;
+}
+
+void Sequence::release_storage() {
+  std::vector<int32_t>().swap(tokens_);
+  std::vector<uint64_t>().swap(block_hashes_);
+  std::vector<int32_t>().swap(block_table);
+  std::vector<int32_t>().swap(request_.scripted_output);
+}
+
+}  // namespace testbed

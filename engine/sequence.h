@@ -1,0 +1,59 @@
+// Sequence: a request as the engine tracks it. Tokens are prompt + output so far;
+// num_computed_tokens of them have their K/V in the cache. A step computes the
+// next chunk; when every known token is computed the step samples a new one.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/request.h"
+
+namespace testbed {
+
+enum class SeqStatus : uint8_t { Waiting, Running, Finished };
+
+class Sequence {
+ public:
+  explicit Sequence(Request request);
+
+  const Request& request() const { return request_; }
+  int64_t id() const { return request_.id; }
+  double arrival_s() const { return request_.arrival_s; }
+
+  int num_tokens() const { return num_prompt_tokens_ + num_output_tokens_; }
+  int num_prompt_tokens() const { return num_prompt_tokens_; }
+  int num_output_tokens() const { return num_output_tokens_; }
+  int max_output_tokens() const { return request_.max_output_tokens; }
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  void append_token(int32_t token) {
+    tokens_.push_back(token);
+    ++num_output_tokens_;
+  }
+
+  // Hashes of every full block of tokens(), extended lazily.
+  const std::vector<uint64_t>& block_hashes(int block_size);
+
+  // Drops per-token storage once finished, so long simulations keep only records;
+  // the counts stay valid.
+  void release_storage();
+
+  SeqStatus status = SeqStatus::Waiting;
+  int num_computed_tokens = 0;
+  int num_cached_tokens = -1;  // prefix-cache hit at first admission; -1 before
+  int num_preemptions = 0;
+  std::vector<int32_t> block_table;  // physical block ids, logical order
+  int num_committed_blocks = 0;      // leading blocks already offered to the prefix cache
+  double first_token_s = -1.0;
+  double last_token_s = -1.0;
+  double finish_s = -1.0;
+
+ private:
+  Request request_;
+  std::vector<int32_t> tokens_;
+  int num_prompt_tokens_ = 0;
+  int num_output_tokens_ = 0;
+  std::vector<uint64_t> block_hashes_;
+  int hashed_block_size_ = 0;
+};
+
+}  // namespace testbed

@@ -1,0 +1,43 @@
+#include "experiments/cli/engine_factory.h"
+
+#include <algorithm>
+
+#include "engine/config_error.h"
+#include "engine/cpu_executor.h"
+#include "engine/model/llama_weights.h"
+#include "sim/sim_executor.h"
+
+namespace testbed {
+
+RunSetup prepare_run(const RunConfig& config) {
+  RunSetup s;
+  s.model = ModelConfig::from_json_file(config.resolve_path("model.config", config.model.config));
+  s.engine = config.engine;
+  s.engine.max_model_len = config.model.max_model_len > 0 ? config.model.max_model_len : s.model.max_position_embeddings;
+  require(s.engine.max_model_len > 0, "model.max_model_len", "must be positive");
+  if (config.executor.kind == "sim" || config.executor.timing == "cost_model")
+    s.cost_model = make_cost_model(config.cost_model, s.model);
+  s.num_blocks = config.engine.cache.num_blocks;
+  require(s.num_blocks > 0, "cache.num_blocks",
+          "must be set for this executor (only simulated GPUs derive it from memory)");
+  if (config.model.weights != "dummy") config.resolve_path("model.weights", config.model.weights);
+  return s;
+}
+
+std::unique_ptr<Executor> make_executor(const RunConfig& config, const RunSetup& s) {
+  std::unique_ptr<Executor> exec;
+  if (config.executor.kind == "sim") return std::make_unique<SimExecutor>(s.cost_model, s.model.vocab_size);
+  if (config.executor.kind == "cpu") {
+    LlamaWeights weights = config.model.weights == "dummy"
+                               ? make_dummy_weights(s.model, config.model.seed)
+                               : load_safetensors_weights(s.model, config.resolve_path("model.weights", config.model.weights));
+    exec = std::make_unique<CpuExecutor>(s.model, std::move(weights), s.num_blocks, s.engine.cache.block_size,
+                                         s.engine.max_model_len);
+  } else {
+    throw ConfigError("executor.kind: 'cuda' needs a build with CUDA and a device");
+  }
+  if (config.executor.timing == "cost_model") exec = std::make_unique<CostTimedExecutor>(std::move(exec), s.cost_model);
+  return exec;
+}
+
+}  // namespace testbed

@@ -1,0 +1,211 @@
+// The testbed CLI as a user runs it: errors name the key or file and exit 2
+// without writing anything; a good run writes results.h5 and config.ini; the
+// same config and seed give identical results.
+#include <H5Cpp.h>
+#include <sys/wait.h>
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "engine/model/llama_weights.h"
+#include "support/engine_harness.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Outcome {
+  int status = -1;
+  std::string output;
+};
+
+Outcome run_cli(const std::string& args) {
+  const std::string cmd = std::string(TESTBED_BINARY_DIR) + "/testbed " + args + " 2>&1";
+  Outcome o;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) o.output.append(buf, n);
+  const int raw = pclose(p);
+  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return o;
+}
+
+fs::path scratch(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("testbed_cli_" + std::to_string(::getpid())) / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+// A small CPU experiment: the micro model, a shared-prefix workload.
+fs::path write_config(const fs::path& dir, const std::string& extra = "") {
+  std::ofstream(dir / "micro.json") << R"({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 512, "max_position_embeddings": 512})";
+  std::ofstream ini(dir / "exp.ini");
+  ini << "[model]\nconfig = micro.json\n"
+         "[executor]\nkind = cpu\ntiming = cost_model\n"
+         "[driver]\nmode = simulated\nprogress = off\n"
+         "[scheduler]\nmax_num_seqs = 8\nmax_batch_tokens = 128\nchunk_size = 32\n"
+         "[cache]\nnum_blocks = 64\nblock_size = 8\n"
+         "[workload]\nnum_requests = 12\nrate = 20\nsystem_prompt_tokens = 40\nuser_tokens = 10\noutput_tokens = 6\n"
+         "[cost_model]\nkind = linear\n"
+      << extra;
+  return dir / "exp.ini";
+}
+
+std::map<std::string, std::vector<double>> read_group(const fs::path& file, const std::string& group) {
+  H5::H5File f(file.string(), H5F_ACC_RDONLY);
+  H5::Group g = f.openGroup(group);
+  std::map<std::string, std::vector<double>> out;
+  for (hsize_t i = 0; i < g.getNumObjs(); ++i) {
+    const std::string name = g.getObjnameByIdx(i);
+    H5::DataSet ds = g.openDataSet(name);
+    hsize_t dims[1];
+    ds.getSpace().getSimpleExtentDims(dims);
+    std::vector<double> v(dims[0]);
+    if (dims[0]) ds.read(v.data(), H5::PredType::NATIVE_DOUBLE);
+    out[name] = v;
+  }
+  for (int i = 0; i < g.getNumAttrs(); ++i) {
+    H5::Attribute a = g.openAttribute(static_cast<unsigned>(i));
+    if (a.getTypeClass() != H5T_FLOAT) continue;
+    double v;
+    a.read(H5::PredType::NATIVE_DOUBLE, &v);
+    out["@" + a.getName()] = {v};
+  }
+  return out;
+}
+
+bool same_bits(const std::map<std::string, std::vector<double>>& a, const std::map<std::string, std::vector<double>>& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& [k, v] : a) {
+    auto it = b.find(k);
+    if (it == b.end() || it->second.size() != v.size()) return false;
+    for (size_t i = 0; i < v.size(); ++i)
+      if (!(v[i] == it->second[i] || (std::isnan(v[i]) && std::isnan(it->second[i])))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("testbed --help lists the commands and every key", "[cli]") {
+  Outcome o = run_cli("--help");
+  CHECK(o.status == 0);
+  CHECK_THAT(o.output, Catch::Contains("run CONFIG.ini"));
+  o = run_cli("run --help");
+  CHECK(o.status == 0);
+  CHECK_THAT(o.output, Catch::Contains("scheduler.max_batch_tokens") && Catch::Contains("cache.prefix_cache"));
+  CHECK(run_cli("frobnicate").status == 2);
+}
+
+TEST_CASE("config errors name the key or file and exit 2 and write nothing", "[cli]") {
+  const fs::path dir = scratch("errors");
+  const fs::path ini = write_config(dir);
+  const std::string out = " --output " + (dir / "out").string();
+  struct Case {
+    std::string args, must_contain;
+  };
+  std::ofstream(dir / "unknown.ini") << "[scheduler]\nbogus_key = 3\n";
+  std::ofstream(dir / "badvalue.ini") << "[scheduler]\nmax_num_seqs = many\n";
+  std::ofstream(dir / "zero.ini") << "[scheduler]\nmax_num_seqs = 0\n";
+  std::ofstream(dir / "nomodel.ini") << "[model]\nconfig = nowhere/config.json\n[cache]\nnum_blocks = 10\n";
+  const std::vector<Case> cases = {
+      {"run " + (dir / "missing.ini").string(), "missing.ini"},
+      {"run " + (dir / "unknown.ini").string(), "scheduler.bogus_key"},
+      {"run " + ini.string() + " --scheduler.nope=1", "scheduler.nope"},
+      {"run " + (dir / "badvalue.ini").string(), "scheduler.max_num_seqs"},
+      {"run " + ini.string() + " --cache.block_size=abc", "cache.block_size"},
+      {"run " + (dir / "zero.ini").string(), "scheduler.max_num_seqs"},
+      {"run " + ini.string() + " --workload.arrival=sometimes", "workload.arrival"},
+      {"run " + ini.string() + " --executor.kind=quantum", "executor.kind"},
+      {"run " + (dir / "nomodel.ini").string(), "nowhere/config.json"},
+      {"run " + ini.string() + " --model.weights=absent.safetensors", "absent.safetensors"},
+  };
+  for (const Case& c : cases) {
+    const Outcome o = run_cli(c.args + out);
+    INFO(c.args << "\n" << o.output);
+    CHECK(o.status == 2);
+    CHECK_THAT(o.output, Catch::Contains(c.must_contain));
+    CHECK_FALSE(fs::exists(dir / "out"));
+  }
+}
+
+TEST_CASE("a truncated safetensors file is exit 2 naming the file", "[cli]") {
+  const fs::path dir = scratch("truncated");
+  const fs::path ini = write_config(dir);
+  const testbed::ModelConfig cfg = testbed::ModelConfig::from_json_file((dir / "micro.json").string());
+  const std::string weights = (dir / "w.safetensors").string();
+  testbed::save_safetensors_weights(cfg, testbed::make_dummy_weights(cfg, 1), weights, "BF16");
+  Outcome ok = run_cli("run " + ini.string() + " --model.weights=" + weights + " --output " + (dir / "ok").string());
+  INFO(ok.output);
+  REQUIRE(ok.status == 0);
+  fs::resize_file(weights, fs::file_size(weights) / 2);
+  const Outcome o = run_cli("run " + ini.string() + " --model.weights=" + weights + " --output " + (dir / "bad").string());
+  INFO(o.output);
+  CHECK(o.status == 2);
+  CHECK_THAT(o.output, Catch::Contains("w.safetensors") && Catch::Contains("truncated"));
+  CHECK_FALSE(fs::exists(dir / "bad"));
+}
+
+TEST_CASE("a run writes results.h5 and a resolved config.ini that reproduces it", "[cli]") {
+  const fs::path dir = scratch("run");
+  const fs::path ini = write_config(dir);
+  const Outcome o = run_cli("run " + ini.string() + " --output " + (dir / "a").string() + " --scheduler.chunk_size=16");
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.output, Catch::Contains("TTFT"));
+  REQUIRE(fs::exists(dir / "a" / "results.h5"));
+  REQUIRE(fs::exists(dir / "a" / "config.ini"));
+  CHECK_FALSE(fs::exists(dir / "a" / "results.h5.tmp"));
+  std::ifstream resolved(dir / "a" / "config.ini");
+  std::string text((std::istreambuf_iterator<char>(resolved)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains("chunk_size = 16"));  // the override is recorded
+
+  const auto summary = read_group(dir / "a" / "results.h5", "summary");
+  for (const char* key : {"num_requests", "num_finished", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s",
+                          "tpot_p99_s", "e2e_p50_s", "e2e_p99_s", "throughput_tok_s", "prefix_hit_rate", "preemptions"})
+    CHECK(summary.count(std::string("@") + key) == 1);
+  CHECK(summary.at("@num_finished")[0] == 12);
+  CHECK(summary.at("@prefix_hit_rate")[0] > 0.3);
+  const auto requests = read_group(dir / "a" / "results.h5", "requests");
+  for (const char* col : {"id", "arrival_s", "first_token_s", "finish_s", "prompt_tokens", "cached_tokens",
+                          "output_tokens", "preemptions", "instance"})
+    CHECK(requests.at(col).size() == 12);
+  const auto steps = read_group(dir / "a" / "results.h5", "steps");
+  for (const char* col : {"start_s", "duration_s", "num_seqs", "prefill_tokens", "decode_tokens", "kv_blocks_used"})
+    CHECK(steps.count(col) == 1);
+
+  // The resolved config alone reproduces the run (its model path is relative to the config's directory).
+  fs::copy_file(dir / "micro.json", dir / "a" / "micro.json");
+  const Outcome again = run_cli("run " + (dir / "a" / "config.ini").string() + " --output " + (dir / "b").string());
+  INFO(again.output);
+  REQUIRE(again.status == 0);
+  CHECK(same_bits(requests, read_group(dir / "b" / "results.h5", "requests")));
+}
+
+TEST_CASE("same config and seed give identical /requests and /summary", "[cli][determinism]") {
+  const fs::path dir = scratch("determinism");
+  for (const std::string executor : {"cpu", "sim"}) {
+    const fs::path ini = write_config(dir, "");
+    const std::string common = "run " + ini.string() + " --executor.kind=" + executor +
+                               (executor == "sim" ? " --executor.timing=measured" : "");
+    REQUIRE(run_cli(common + " --workload.seed=9 --output " + (dir / (executor + "1")).string()).status == 0);
+    REQUIRE(run_cli(common + " --workload.seed=9 --output " + (dir / (executor + "2")).string()).status == 0);
+    const fs::path a = dir / (executor + "1") / "results.h5", b = dir / (executor + "2") / "results.h5";
+    INFO(executor);
+    CHECK(same_bits(read_group(a, "requests"), read_group(b, "requests")));
+    CHECK(same_bits(read_group(a, "summary"), read_group(b, "summary")));
+    CHECK(same_bits(read_group(a, "steps"), read_group(b, "steps")));
+    // A different seed changes the results.
+    REQUIRE(run_cli(common + " --workload.seed=10 --output " + (dir / (executor + "3")).string()).status == 0);
+    CHECK_FALSE(same_bits(read_group(a, "requests"), read_group(dir / (executor + "3") / "results.h5", "requests")));
+  }
+}

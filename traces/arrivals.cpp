@@ -1,0 +1,27 @@
+#include "traces/arrivals.h"
+
+#include "engine/config_error.h"
+
+namespace testbed {
+
+ArrivalProcess::ArrivalProcess(const std::string& kind, double rate, double burstiness, uint64_t seed)
+    : kind_(kind), rate_(rate), shape_(burstiness), rng_(seed) {
+  require(kind == "poisson" || kind == "gamma" || kind == "constant", "workload.arrival",
+          "unknown arrival process '" + kind + "' (known: constant, gamma, poisson)");
+  require(rate >= 0, "workload.rate", "must be >= 0 (0 = all at t=0)");
+  require(burstiness > 0, "workload.burstiness", "must be positive");
+}
+
+double ArrivalProcess::next() {
+  if (rate_ <= 0) return 0.0;
+  const double now = t_;
+  if (kind_ == "poisson")
+    t_ += rng_.exponential(rate_);
+  else if (kind_ == "gamma")
+    t_ += rng_.gamma(shape_, 1.0 / (rate_ * shape_));
+  else
+    t_ += 1.0 / rate_;
+  return now;
+}
+
+}  // namespace testbed

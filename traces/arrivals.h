@@ -1,0 +1,26 @@
+// Arrival processes: inter-arrival gaps for a given rate.
+//   poisson:  exponential gaps (CV 1);
+//   gamma:    gamma gaps of shape k (CV^2 = 1/k), the burstiness knob of BurstGPT
+//             and vLLM's benchmark (k < 1: bursts; k = 1: Poisson);
+//   constant: equal gaps.
+// Rate 0 puts every arrival at t = 0.
+#pragma once
+
+#include <string>
+
+#include "engine/rng.h"
+
+namespace testbed {
+
+class ArrivalProcess {
+ public:
+  ArrivalProcess(const std::string& kind, double rate, double burstiness, uint64_t seed);
+  double next();  // arrival time of the next request
+
+ private:
+  std::string kind_;
+  double rate_, shape_, t_ = 0.0;
+  Rng rng_;
+};
+
+}  // namespace testbed

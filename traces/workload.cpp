@@ -1,0 +1,27 @@
+#include "traces/workload.h"
+
+#include "engine/config_error.h"
+
+namespace testbed {
+
+void WorkloadConfig::validate() const {
+  require(WorkloadRegistry::instance().contains(kind), "workload.kind",
+          "unknown workload '" + kind + "' (known: " + WorkloadRegistry::instance().names_joined() + ")");
+  require(num_requests > 0, "workload.num_requests", "must be positive");
+  require(rate >= 0, "workload.rate", "must be >= 0 (0 = all at t=0)");
+  require(arrival == "poisson" || arrival == "gamma" || arrival == "constant", "workload.arrival",
+          "unknown arrival process '" + arrival + "' (known: constant, gamma, poisson)");
+  require(burstiness > 0, "workload.burstiness", "must be positive");
+  require(system_prompt_tokens >= 0, "workload.system_prompt_tokens", "must be >= 0");
+  require(user_tokens >= 0, "workload.user_tokens", "must be >= 0");
+  require(system_prompt_tokens + user_tokens > 0, "workload.user_tokens", "a prompt needs at least one token");
+  require(output_tokens > 0, "workload.output_tokens", "must be positive");
+  require(num_prefixes > 0, "workload.num_prefixes", "must be positive");
+}
+
+std::unique_ptr<RequestSource> make_workload(const WorkloadConfig& config, const WorkloadContext& context) {
+  config.validate();
+  return WorkloadRegistry::instance().create("workload.kind", config.kind, config, context);
+}
+
+}  // namespace testbed
