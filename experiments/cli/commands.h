@@ -1,13 +1,8 @@
-// The testbed CLI's subcommands. Each takes the arguments after its name and
-// returns the process exit status (0 ok, 2 bad input, 1 failure).
+// The CLI entry point: dispatches to the registered subcommands (command.h).
 #pragma once
-
-#include <string>
-#include <vector>
 
 namespace testbed {
 
-int run_command(const std::vector<std::string>& args);
 int cli_main(int argc, char** argv);
 
 }  // namespace testbed

@@ -6,6 +6,10 @@
 #include "engine/cpu_executor.h"
 #include "engine/model/llama_weights.h"
 #include "sim/sim_executor.h"
+#if defined(TESTBED_HAVE_CUDA) && __has_include("engine/cuda/cuda_executor.h")
+#include "engine/cuda/cuda_executor.h"
+#define TESTBED_CUDA_EXECUTOR 1
+#endif
 
 namespace testbed {
 
@@ -34,7 +38,15 @@ std::unique_ptr<Executor> make_executor(const RunConfig& config, const RunSetup&
     exec = std::make_unique<CpuExecutor>(s.model, std::move(weights), s.num_blocks, s.engine.cache.block_size,
                                          s.engine.max_model_len);
   } else {
-    throw ConfigError("executor.kind: 'cuda' needs a build with CUDA and a device");
+#ifdef TESTBED_CUDA_EXECUTOR
+    require(cuda_device_available(), "executor.kind", "cuda: no CUDA device is visible on this machine");
+    const LlamaWeights weights = config.model.weights == "dummy"
+                                     ? make_dummy_weights(s.model, config.model.seed)
+                                     : load_safetensors_weights(s.model, config.resolve_path("model.weights", config.model.weights));
+    exec = make_cuda_executor(s.model, weights, s.num_blocks, s.engine.cache.block_size, s.engine.max_model_len);
+#else
+    throw ConfigError("executor.kind: 'cuda' needs a build with CUDA (nvcc was not found at build time)");
+#endif
   }
   if (config.executor.timing == "cost_model") exec = std::make_unique<CostTimedExecutor>(std::move(exec), s.cost_model);
   return exec;

@@ -11,7 +11,7 @@
 #include "engine/metrics/results_file.h"
 #include "engine/metrics/run_recorder.h"
 #include "engine/metrics/summary.h"
-#include "experiments/cli/commands.h"
+#include "experiments/cli/command.h"
 #include "experiments/cli/engine_factory.h"
 #include "experiments/cli/progress_printer.h"
 #include "experiments/cli/run_config.h"
@@ -42,8 +42,6 @@ void print_run_help() {
                "DIR/config.ini (default DIR: results/<config name>).\n\n"
             << table.description() << "\n";
 }
-
-}  // namespace
 
 int run_command(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
@@ -109,34 +107,9 @@ int run_command(const std::vector<std::string>& args) {
   return 0;
 }
 
-int cli_main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  const std::string usage =
-      "usage: testbed <command> [args]\n\n"
-      "commands:\n"
-      "  run CONFIG.ini [--output DIR] [--section.key=value ...]   run an experiment\n\n"
-      "`testbed run --help` lists every config key with its default.\n";
-  if (args.empty()) {
-    std::cerr << usage;
-    return 2;
-  }
-  const std::string command = args[0];
-  args.erase(args.begin());
-  try {
-    if (command == "--help" || command == "-h" || command == "help") {
-      std::cout << usage;
-      return 0;
-    }
-    if (command == "run") return run_command(args);
-    std::cerr << "testbed: unknown command '" << command << "'\n" << usage;
-    return 2;
-  } catch (const ConfigError& e) {
-    std::cerr << "testbed: error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "testbed: failed: " << e.what() << "\n";
-    return 1;
-  }
-}
+}  // namespace
+
+TESTBED_COMMAND("run", "run CONFIG.ini [--output DIR] [--section.key=value ...]",
+                "run an experiment; writes DIR/results.h5 and DIR/config.ini", run_command);
 
 }  // namespace testbed

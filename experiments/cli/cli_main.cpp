@@ -1,0 +1,42 @@
+#include <iostream>
+
+#include "engine/config_error.h"
+#include "experiments/cli/command.h"
+#include "experiments/cli/commands.h"
+
+namespace testbed {
+
+int cli_main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string usage = "usage: testbed <command> [args]\n\ncommands:\n";
+  for (const auto& [name, cmd] : CommandTable::instance().commands())
+    usage += "  testbed " + cmd.usage + "\n      " + cmd.summary + "\n";
+  usage += "\n`testbed <command> --help` says more; `testbed run --help` lists every config key.\n";
+  if (args.empty()) {
+    std::cerr << usage;
+    return 2;
+  }
+  const std::string name = args[0];
+  args.erase(args.begin());
+  if (name == "--help" || name == "-h" || name == "help") {
+    std::cout << usage;
+    return 0;
+  }
+  const auto& commands = CommandTable::instance().commands();
+  auto it = commands.find(name);
+  if (it == commands.end()) {
+    std::cerr << "testbed: unknown command '" << name << "'\n" << usage;
+    return 2;
+  }
+  try {
+    return it->second.run(args);
+  } catch (const ConfigError& e) {
+    std::cerr << "testbed: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "testbed: failed: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace testbed
