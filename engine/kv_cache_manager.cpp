@@ -52,8 +52,22 @@ bool KvCacheManager::can_allocate(const Sequence& seq, int num_new_tokens, const
   return need <= num_free_;
 }
 
+bool KvCacheManager::allocate(Sequence& seq, int num_new_tokens) {
+  const int target = blocks_needed(seq.num_computed_tokens + num_new_tokens);
+  const int have = static_cast<int>(seq.block_table.size());
+  if (target <= have) return true;  // most decode steps: the last block has room
+  if (target - have > num_free_) return false;
+  for (int i = have; i < target; ++i) {
+    const int b = take_free_block();
+    blocks_[b].ref_count = 1;
+    seq.block_table.push_back(b);
+  }
+  return true;
+}
+
 bool KvCacheManager::allocate(Sequence& seq, int num_new_tokens, const PrefixHit& hit) {
   if (!can_allocate(seq, num_new_tokens, hit)) return false;
+  if (seq.block_table.empty()) seq.block_table.reserve(blocks_needed(seq.num_prompt_tokens() + seq.max_output_tokens()));
   if (seq.block_table.empty() && !hit.blocks.empty()) {
     for (int32_t b : hit.blocks) {
       touch(b);

@@ -57,7 +57,9 @@ class KvCacheManager {
   // taking `hit` first when seq holds no block yet.
   bool can_allocate(const Sequence& seq, int num_new_tokens, const PrefixHit& hit) const;
   // Reserves them (false, and nothing changed, when they are not there).
-  bool allocate(Sequence& seq, int num_new_tokens, const PrefixHit& hit = {});
+  bool allocate(Sequence& seq, int num_new_tokens, const PrefixHit& hit);
+  // The same for a sequence that already holds its blocks (the per-step path).
+  bool allocate(Sequence& seq, int num_new_tokens);
 
   // Registers seq's blocks that are now full and computed in the prefix cache.
   void commit_full_blocks(Sequence& seq);

@@ -27,23 +27,32 @@ void Scheduler::add(std::unique_ptr<Sequence> seq) {
   insert_waiting(std::move(seq));
 }
 
-void Scheduler::check_admissible(const Sequence& s) const {
-  const Sequence* seq = &s;
-  const int total = seq->num_prompt_tokens() + seq->max_output_tokens();
-  const std::string who = "request " + std::to_string(seq->id()) + " (" +
-                          std::to_string(seq->num_prompt_tokens()) + " prompt + " +
-                          std::to_string(seq->max_output_tokens()) + " output tokens)";
-  require(seq->num_prompt_tokens() > 0, "trace", who + " has an empty prompt");
-  require(seq->max_output_tokens() > 0, "trace", who + " asks for no output token");
-  require(total <= max_model_len_, "model.max_model_len",
-          who + " is longer than the model's " + std::to_string(max_model_len_) + " tokens");
+void Scheduler::check_admissible(const Sequence& seq) const {
+  const int total = seq.num_prompt_tokens() + seq.max_output_tokens();
   const int blocks = (total + kv_.block_size() - 1) / kv_.block_size();
-  require(blocks <= kv_.num_blocks(), "cache.num_blocks",
-          who + " needs " + std::to_string(blocks) + " blocks; the cache has " + std::to_string(kv_.num_blocks()));
-  // Without chunking a step must hold a whole (re)computed sequence.
-  require(config_.chunked_prefill || total <= config_.max_batch_tokens, "scheduler.max_batch_tokens",
-          who + " does not fit one step of " + std::to_string(config_.max_batch_tokens) +
-              " tokens with chunked_prefill off");
+  const char* key = nullptr;
+  std::string why;
+  if (seq.num_prompt_tokens() <= 0) {
+    key = "trace";
+    why = "has an empty prompt";
+  } else if (seq.max_output_tokens() <= 0) {
+    key = "trace";
+    why = "asks for no output token";
+  } else if (total > max_model_len_) {
+    key = "model.max_model_len";
+    why = "is longer than the model's " + std::to_string(max_model_len_) + " tokens";
+  } else if (blocks > kv_.num_blocks()) {
+    key = "cache.num_blocks";
+    why = "needs " + std::to_string(blocks) + " blocks; the cache has " + std::to_string(kv_.num_blocks());
+  } else if (!config_.chunked_prefill && total > config_.max_batch_tokens) {
+    // Without chunking a step must hold a whole (re)computed sequence.
+    key = "scheduler.max_batch_tokens";
+    why = "does not fit one step of " + std::to_string(config_.max_batch_tokens) + " tokens with chunked_prefill off";
+  }
+  if (key)
+    throw ConfigError(std::string(key) + ": request " + std::to_string(seq.id()) + " (" +
+                      std::to_string(seq.num_prompt_tokens()) + " prompt + " + std::to_string(seq.max_output_tokens()) +
+                      " output tokens) " + why);
 }
 
 int Scheduler::chunk_limit(int remaining, int budget) const {
@@ -58,10 +67,11 @@ int Scheduler::chunk_limit(int remaining, int budget) const {
 Batch Scheduler::schedule(double /*now*/) {
   finished_.clear();
   Batch batch;
+  batch.items.reserve(running_.size() + 8);
   int budget = config_.max_batch_tokens;
   scheduled_.assign(running_.size(), 0);
-  schedule_running(batch, budget, /*decode_pass=*/true);
-  schedule_running(batch, budget, /*decode_pass=*/false);
+  // Returns how many running sequences are mid-prompt; the second pass only runs for them.
+  if (schedule_running(batch, budget, /*decode_pass=*/true) > 0) schedule_running(batch, budget, /*decode_pass=*/false);
   if (batch.preempted.empty()) admit_waiting(batch, budget);
   for (const ScheduledSeq& item : batch.items) {
     if (item.is_decode())
@@ -72,29 +82,30 @@ Batch Scheduler::schedule(double /*now*/) {
   return batch;
 }
 
-void Scheduler::schedule_running(Batch& batch, int& budget, bool decode_pass) {
+int Scheduler::schedule_running(Batch& batch, int& budget, bool decode_pass) {
+  int num_other = 0;
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     if (scheduled_[i]) continue;
     Sequence& seq = *running_[i];
     const int remaining = seq.num_tokens() - seq.num_computed_tokens;
-    if (decode_pass != (remaining == 1)) continue;
+    if (decode_pass != (remaining == 1)) {
+      ++num_other;
+      continue;
+    }
     const int n = chunk_limit(remaining, budget);
     if (n == 0) continue;
     bool self_preempted = false;
-    while (!kv_.can_allocate(seq, n, {})) {
-      if (running_.back().get() == &seq) {
-        self_preempted = true;
-        preempt_lowest(batch, budget);
-        break;
-      }
+    while (!kv_.allocate(seq, n)) {
+      self_preempted = running_.back().get() == &seq;
       preempt_lowest(batch, budget);
+      if (self_preempted) break;
     }
     if (self_preempted) break;  // it was the last running sequence
-    kv_.allocate(seq, n);
     batch.items.push_back({&seq, seq.num_computed_tokens, n});
     scheduled_[i] = 1;
     budget -= n;
   }
+  return num_other;
 }
 
 void Scheduler::preempt_lowest(Batch& batch, int& budget) {
@@ -118,6 +129,7 @@ void Scheduler::preempt_lowest(Batch& batch, int& budget) {
 }
 
 void Scheduler::admit_waiting(Batch& batch, int& budget) {
+  if (waiting_.empty() || num_running() >= config_.max_num_seqs) return;
   SchedulerView view;
   view.num_waiting = num_waiting();
   view.num_running = num_running();
@@ -164,7 +176,7 @@ void Scheduler::postprocess(const Batch& batch, const StepResult& result, double
     kv_.commit_full_blocks(seq);
     if (!item.samples()) continue;
     const int32_t token = result.tokens.at(k);
-    require(token >= 0, "executor", "returned no token for sequence " + std::to_string(seq.id()));
+    if (token < 0) throw ConfigError("executor: returned no token for sequence " + std::to_string(seq.id()));
     seq.append_token(token);
     if (seq.first_token_s < 0) {
       seq.first_token_s = now;

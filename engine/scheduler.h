@@ -62,7 +62,7 @@ class Scheduler {
   std::vector<const Sequence*> live_sequences() const;
 
  private:
-  void schedule_running(Batch& batch, int& budget, bool decode_pass);
+  int schedule_running(Batch& batch, int& budget, bool decode_pass);
   void admit_waiting(Batch& batch, int& budget);
   void preempt_lowest(Batch& batch, int& budget);
   void insert_waiting(std::unique_ptr<Sequence> seq);

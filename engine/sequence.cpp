@@ -1,5 +1,7 @@
 #include "engine/sequence.h"
 
+#include <algorithm>
+
 #include "engine/block_hash.h"
 
 namespace testbed {
@@ -8,6 +10,7 @@ Sequence::Sequence(Request request) : request_(std::move(request)) {
   tokens_ = std::move(request_.prompt);
   request_.prompt.clear();
   num_prompt_tokens_ = static_cast<int>(tokens_.size());
+  tokens_.reserve(tokens_.size() + std::max(request_.max_output_tokens, 0));
 }
 
 const std::vector<uint64_t>& Sequence::block_hashes(int block_size) {

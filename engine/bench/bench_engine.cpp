@@ -1,0 +1,128 @@
+// Engine benchmarks (Google Benchmark):
+//   ./build/engine/bench/bench_engine [--benchmark_filter=...]
+// - BM_SchedulerStep: scheduler + KV cache manager cost of one decode step at N
+//   running sequences with the prefix cache on (the executor returns tokens at no cost).
+// - BM_BlockHash: chained block hashing throughput.
+// - BM_CpuDecode: the CPU executor's decode tokens/s on the tiny model.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+
+#include "engine/block_hash.h"
+#include "engine/cpu_executor.h"
+#include "engine/engine.h"
+#include "engine/model/llama_weights.h"
+#include "engine/rng.h"
+
+using namespace testbed;
+
+namespace {
+
+// Emits a token for every sampling sequence, instantly.
+class FreeExecutor : public Executor {
+ public:
+  StepResult execute(const Batch& batch) override {
+    StepResult r;
+    r.tokens.resize(batch.items.size());
+    for (size_t i = 0; i < batch.items.size(); ++i)
+      r.tokens[i] = batch.items[i].samples() ? static_cast<int32_t>(batch.items[i].seq->num_tokens() % 1000) : -1;
+    return r;
+  }
+  std::string name() const override { return "free"; }
+};
+
+std::vector<int32_t> tokens(Rng& rng, int n) {
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = static_cast<int32_t>(rng.below(32000));
+  return t;
+}
+
+}  // namespace
+
+static void BM_SchedulerStep(benchmark::State& state) {
+  // Steady state: num_seqs sequences decode; each finishes after 512 tokens and
+  // a new request (2,000 shared + 200 unique prompt tokens) takes its place, so
+  // steps include admissions with prefix hits, block commits and frees.
+  const int num_seqs = static_cast<int>(state.range(0));
+  EngineConfig cfg;
+  cfg.scheduler.max_num_seqs = num_seqs;
+  cfg.scheduler.max_batch_tokens = 8192;
+  cfg.cache.prefix_cache = true;
+  cfg.max_model_len = 4096;
+  const int num_blocks = num_seqs * 200;
+  Engine engine(0, cfg, num_blocks, std::make_unique<FreeExecutor>(), nullptr);
+  Rng rng(1);
+  const std::vector<int32_t> system_prompt = tokens(rng, 2000);
+  int64_t next_id = 0;
+  auto add = [&](double now) {
+    Request r;
+    r.id = next_id++;
+    r.prompt = system_prompt;
+    const auto user = tokens(rng, 200);
+    r.prompt.insert(r.prompt.end(), user.begin(), user.end());
+    r.max_output_tokens = 64 + static_cast<int>(rng.below(896));
+    engine.add_request(std::move(r), now);
+  };
+  double now = 0;
+  auto step = [&] {
+    Batch b = engine.schedule(now);
+    StepResult r = engine.executor().execute(b);
+    engine.complete_step(b, r, now, now + 0.01);
+    now += 0.01;
+    return b.num_tokens();
+  };
+  for (int i = 0; i < num_seqs; ++i) add(now);
+  for (int i = 0; i < 2000; ++i) {  // warm up into the steady state
+    step();
+    while (engine.scheduler().num_running() + engine.scheduler().num_waiting() < num_seqs) add(now);
+  }
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(step());
+    state.PauseTiming();
+    while (engine.scheduler().num_running() + engine.scheduler().num_waiting() < num_seqs) add(now);
+    state.ResumeTiming();
+  }
+  state.counters["seqs_per_step"] = num_seqs;
+}
+BENCHMARK(BM_SchedulerStep)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+static void BM_BlockHash(benchmark::State& state) {
+  const int block_size = static_cast<int>(state.range(0));
+  Rng rng(2);
+  const std::vector<int32_t> t = tokens(rng, block_size * 1024);
+  for (auto _ : state) {
+    std::vector<uint64_t> hashes;
+    hashes.reserve(1024);
+    extend_block_hashes(hashes, t, block_size, 0);
+    benchmark::DoNotOptimize(hashes.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(t.size()));
+  state.SetLabel("items = tokens");
+}
+BENCHMARK(BM_BlockHash)->Arg(16)->Arg(64);
+
+static void BM_CpuDecode(benchmark::State& state) {
+  const int batch = static_cast<int>(state.range(0));
+  const ModelConfig model = ModelConfig::from_json_file("experiments/models/tiny.json");
+  const int block_size = 16, context = 512;
+  const int blocks_per_seq = (context + 64) / block_size;
+  CpuExecutor exec(model, make_dummy_weights(model, 0), batch * blocks_per_seq, block_size, 4096);
+  Rng rng(3);
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  Batch b;
+  for (int i = 0; i < batch; ++i) {
+    Request r;
+    r.id = i;
+    r.prompt = tokens(rng, context + 1);
+    for (auto& x : r.prompt) x %= model.vocab_size;
+    auto s = std::make_unique<Sequence>(std::move(r));
+    for (int k = 0; k < blocks_per_seq; ++k) s->block_table.push_back(i * blocks_per_seq + k);
+    s->num_computed_tokens = context;  // decode the last token over a 512-token context
+    b.items.push_back({s.get(), context, 1});
+    seqs.push_back(std::move(s));
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(exec.execute(b).tokens.data());
+  state.SetItemsProcessed(state.iterations() * batch);
+  state.SetLabel("items = decode tokens, context 512");
+}
+BENCHMARK(BM_CpuDecode)->Arg(1)->Arg(8)->Arg(32)->Unit(benchmark::kMillisecond);

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The one set-up step for a fresh Debian machine, used by the README's two
+# commands and by CI. Installs what is missing (Debian packages only), builds,
+# then tests or runs the default experiment with its plots.
+#
+#   ./setup.sh test            install, build, run every test (ctest)
+#   ./setup.sh run [CONFIG]    install, build, run CONFIG (default: experiments/quickstart.ini), plot it
+#   ./setup.sh build           install and build only
+#   ./setup.sh deps            install the Debian packages only
+#
+# Environment: BUILD_DIR (default build), JOBS (default: number of cores),
+# CMAKE_ARGS (extra configure flags, e.g. -DTESTBED_CUDA=OFF).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+BUILD_DIR=${BUILD_DIR:-build}
+JOBS=${JOBS:-$(nproc)}
+PACKAGES="cmake make g++ libeigen3-dev libboost-program-options-dev libhdf5-dev catch2 libbenchmark-dev
+          nlohmann-json3-dev python3-matplotlib python3-h5py"
+
+install_deps() {
+  local missing=()
+  for p in $PACKAGES; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "setup: installing ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build() {
+  install_deps
+  # shellcheck disable=SC2086
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null
+  cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+case "${1:-}" in
+  deps) install_deps ;;
+  build) build ;;
+  test)
+    build
+    (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS")
+    ;;
+  run)
+    config=${2:-experiments/quickstart.ini}
+    out="results/$(basename "$config" .ini)"
+    build
+    "$BUILD_DIR/testbed" run "$config" --output "$out"
+    /usr/bin/python3 analysis/plot_run.py "$out/results.h5" --out "$out"
+    ;;
+  *)
+    sed -n '2,15p' "$0"
+    exit 2
+    ;;
+esac
