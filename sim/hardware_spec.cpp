@@ -1,0 +1,137 @@
+// Parses and checks hardware spec INI files; see sim/hardware_spec.h for the keys.
+#include "sim/hardware_spec.h"
+
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "engine/config_error.h"
+
+namespace po = boost::program_options;
+
+namespace testbed {
+namespace {
+
+// Every key the file may hold, bound to its field. Keys without a default are
+// required: a spec that silently fell back to 0 FLOP/s would be worse than an error.
+po::options_description spec_options(HardwareSpec& s) {
+  po::options_description d("hardware spec");
+  auto opt = [&](const char* key, double* target, bool required) {
+    auto* v = po::value<double>(target);
+    if (required)
+      v->required();
+    else
+      v->default_value(*target);
+    d.add_options()(key, v);
+  };
+  d.add_options()("device.name", po::value<std::string>(&s.name)->default_value(""));
+  opt("compute.bf16_tflops", &s.bf16_tflops, true);
+  opt("compute.fp16_tflops", &s.fp16_tflops, false);
+  opt("compute.fp8_tflops", &s.fp8_tflops, false);
+  opt("compute.int8_tops", &s.int8_tops, false);
+  opt("compute.tf32_tflops", &s.tf32_tflops, false);
+  opt("compute.fp32_tflops", &s.fp32_tflops, false);
+  opt("compute.efficiency", &s.compute_efficiency, false);
+  opt("compute.attention_efficiency", &s.attention_efficiency, false);
+  opt("memory.capacity_gib", &s.memory_gib, true);
+  opt("memory.bandwidth_gbps", &s.bandwidth_gbps, true);
+  opt("memory.efficiency", &s.memory_efficiency, false);
+  opt("memory.reserve_gib", &s.reserve_gib, false);
+  opt("interconnect.bandwidth_gbps", &s.link_gbps, false);
+  opt("interconnect.efficiency", &s.link_efficiency, false);
+  opt("interconnect.latency_s", &s.link_latency_s, false);
+  opt("step.overhead_s", &s.step_overhead_s, false);
+  return d;
+}
+
+void require_finite_at_least(double v, double lo, const std::string& key) {
+  require(std::isfinite(v) && v >= lo, key, "must be a finite number >= " + std::to_string(lo));
+}
+
+void require_fraction(double v, const std::string& key) {
+  require(std::isfinite(v) && v > 0 && v <= 1, key, "must be in (0, 1]");
+}
+
+}  // namespace
+
+HardwareSpec HardwareSpec::from_ini_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open hardware spec");
+  std::stringstream text;
+  text << in.rdbuf();
+  return from_ini_text(text.str(), path);
+}
+
+HardwareSpec HardwareSpec::from_ini_text(const std::string& text, const std::string& origin) {
+  HardwareSpec s;
+  s.origin = origin;
+  po::options_description desc = spec_options(s);
+  std::istringstream in(text);
+  try {
+    po::variables_map vm;
+    po::store(po::parse_config_file(in, desc, /*allow_unregistered=*/false), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    // Boost's messages name the option ("unrecognised option 'compute.foo'",
+    // "the argument ('x') for option 'memory.bandwidth_gbps' is invalid").
+    throw ConfigError(origin + ": " + e.what());
+  }
+  try {
+    s.validate();
+  } catch (const ConfigError& e) {
+    throw ConfigError(origin + ": " + e.what());
+  }
+  return s;
+}
+
+void HardwareSpec::validate() const {
+  require(std::isfinite(bf16_tflops) && bf16_tflops > 0, "compute.bf16_tflops", "must be positive");
+  require_finite_at_least(fp16_tflops, 0, "compute.fp16_tflops");
+  require_finite_at_least(fp8_tflops, 0, "compute.fp8_tflops");
+  require_finite_at_least(int8_tops, 0, "compute.int8_tops");
+  require_finite_at_least(tf32_tflops, 0, "compute.tf32_tflops");
+  require_finite_at_least(fp32_tflops, 0, "compute.fp32_tflops");
+  require_fraction(compute_efficiency, "compute.efficiency");
+  require_fraction(attention_efficiency, "compute.attention_efficiency");
+  require(std::isfinite(memory_gib) && memory_gib > 0, "memory.capacity_gib", "must be positive");
+  require(std::isfinite(bandwidth_gbps) && bandwidth_gbps > 0, "memory.bandwidth_gbps", "must be positive");
+  require_fraction(memory_efficiency, "memory.efficiency");
+  require_finite_at_least(reserve_gib, 0, "memory.reserve_gib");
+  require(reserve_gib < memory_gib, "memory.reserve_gib", "must be less than memory.capacity_gib");
+  require_finite_at_least(link_gbps, 0, "interconnect.bandwidth_gbps");
+  require_fraction(link_efficiency, "interconnect.efficiency");
+  require_finite_at_least(link_latency_s, 0, "interconnect.latency_s");
+  require_finite_at_least(step_overhead_s, 0, "step.overhead_s");
+}
+
+double HardwareSpec::matmul_flops(const std::string& torch_dtype) const {
+  const std::string where = name.empty() ? origin : name;
+  auto peak = [&](double tflops, const char* key) {
+    require(tflops > 0, key, "'" + where + "' gives no peak for " + torch_dtype + " (the model's torch_dtype)");
+    return tflops * 1e12 * compute_efficiency;
+  };
+  if (torch_dtype == "bfloat16") return peak(bf16_tflops, "compute.bf16_tflops");
+  if (torch_dtype == "float16") return peak(fp16_tflops, "compute.fp16_tflops");
+  // float32 checkpoints: PyTorch computes float32 matmuls on CUDA cores unless TF32
+  // is enabled (torch.backends.cuda.matmul.allow_tf32 defaults to False since 1.12).
+  if (torch_dtype == "float32") return peak(fp32_tflops, "compute.fp32_tflops");
+  if (torch_dtype == "float8_e4m3fn")
+    return fp8_tflops > 0 ? peak(fp8_tflops, "compute.fp8_tflops") : peak(bf16_tflops, "compute.bf16_tflops");
+  if (torch_dtype == "int8")
+    return int8_tops > 0 ? peak(int8_tops, "compute.int8_tops") : peak(bf16_tflops, "compute.bf16_tflops");
+  throw ConfigError("model.torch_dtype: '" + torch_dtype + "' has no compute peak in the hardware spec");
+}
+
+double HardwareSpec::attention_flops(const std::string& torch_dtype) const {
+  // Attention runs on the activation dtype: 16-bit for 8-bit checkpoints.
+  const bool eight_bit = torch_dtype == "float8_e4m3fn" || torch_dtype == "int8";
+  const double gemm = matmul_flops(eight_bit ? "bfloat16" : torch_dtype);
+  return gemm / compute_efficiency * attention_efficiency;
+}
+
+double HardwareSpec::memory_bytes() const { return memory_gib * 1024.0 * 1024.0 * 1024.0; }
+double HardwareSpec::achieved_bandwidth() const { return bandwidth_gbps * 1e9 * memory_efficiency; }
+double HardwareSpec::achieved_link_bandwidth() const { return link_gbps * 1e9 * link_efficiency; }
+
+}  // namespace testbed

@@ -1,0 +1,62 @@
+// HardwareSpec: one accelerator as the roofline cost model sees it — dense peak
+// FLOP/s per dtype, HBM capacity and bandwidth, the share of each a real kernel
+// achieves, the tensor-parallel interconnect and the engine's per-step overhead.
+// Read from an INI file (experiments/hardware/*.ini) with Boost.Program_options:
+//
+//   [device]        name
+//   [compute]       bf16_tflops fp16_tflops fp8_tflops int8_tops tf32_tflops fp32_tflops
+//                   efficiency attention_efficiency
+//   [memory]        capacity_gib bandwidth_gbps efficiency reserve_gib
+//   [interconnect]  bandwidth_gbps efficiency latency_s
+//   [step]          overhead_s
+//
+// Unknown keys, bad values and missing required keys are ConfigErrors that name
+// the file and the key.
+#pragma once
+
+#include <string>
+
+namespace testbed {
+
+struct HardwareSpec {
+  std::string name;    // device.name, for reports
+  std::string origin;  // the file it was read from ("" when built in code)
+
+  // Dense (no 2:4 sparsity) tensor-core peaks, 1e12 FLOP/s (int8: 1e12 OP/s). 0: not supported.
+  double bf16_tflops = 0;  // required
+  double fp16_tflops = 0;
+  double fp8_tflops = 0;
+  double int8_tops = 0;
+  double tf32_tflops = 0;
+  double fp32_tflops = 0;  // CUDA cores, not tensor cores (PyTorch's default for float32 matmul)
+  double compute_efficiency = 1.0;    // achieved / peak for GEMMs
+  double attention_efficiency = 1.0;  // achieved / peak for attention kernels (FlashAttention-style)
+
+  double memory_gib = 0;          // memory.capacity_gib, as the driver reports it (2^30 bytes); required
+  double bandwidth_gbps = 0;      // memory.bandwidth_gbps, HBM peak, 1e9 bytes/s; required
+  double memory_efficiency = 1.0; // achieved / peak for streaming reads
+  double reserve_gib = 0;         // memory.reserve_gib: per-GPU activations, workspaces, CUDA graphs
+
+  double link_gbps = 0;           // interconnect.bandwidth_gbps: per GPU, one direction, 1e9 bytes/s
+  double link_efficiency = 1.0;   // achieved all-reduce bus bandwidth / link_gbps
+  double link_latency_s = 0;      // fixed cost of one small all-reduce
+
+  double step_overhead_s = 0;     // step.overhead_s: host scheduling + launch per engine step
+
+  static HardwareSpec from_ini_file(const std::string& path);
+  static HardwareSpec from_ini_text(const std::string& text, const std::string& origin);
+  // Throws ConfigError("<section.key>: ...") for the first bad field.
+  void validate() const;
+
+  // Achievable FLOP/s of a GEMM with operands of `torch_dtype` (a Hugging Face
+  // torch_dtype). 8-bit weights fall back to the bf16 peak where the device has
+  // no 8-bit tensor cores (weight-only kernels upcast, as Marlin does on Ampere).
+  // Throws ConfigError naming the compute key when the device lacks the dtype.
+  double matmul_flops(const std::string& torch_dtype) const;
+  double attention_flops(const std::string& torch_dtype) const;
+  double memory_bytes() const;        // capacity in bytes
+  double achieved_bandwidth() const;  // bytes/s a streaming kernel reaches
+  double achieved_link_bandwidth() const;
+};
+
+}  // namespace testbed

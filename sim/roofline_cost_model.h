@@ -1,0 +1,123 @@
+// RooflineCostModel ("roofline"): the time of one engine step from the FLOPs and
+// HBM bytes of each op of a Llama-family decoder against a HardwareSpec, per GPU
+// of a tensor-parallel group. Each op costs max(FLOPs / achieved FLOP/s,
+// bytes / achieved bandwidth) (Williams et al., "Roofline", CACM 2009); ops run
+// one after another, so the step is their sum plus the TP all-reduces plus the
+// spec's per-step overhead. Ops, summed over layers:
+//   qkv_proj, o_proj, mlp_gate_up, mlp_down   GEMMs over all T new tokens; weights read once per step
+//   lm_head                                   GEMM over the rows that sample only
+//   attn_prefill, attn_decode                 4*Hq*d*n*(c+(n+1)/2) FLOPs (causal QK^T and PV) and
+//                                             2*Hkv*d*(c+n) K/V elements read, per sequence and layer
+//   elementwise                               RMSNorms, residual adds, SwiGLU, embedding rows (bytes only)
+// Also here: KV capacity from device memory and the decode batch size at which
+// decode turns compute-bound. `testbed roofline` prints both for a model and device.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/batch.h"
+#include "engine/model/model_config.h"
+#include "sim/cost_model.h"
+#include "sim/hardware_spec.h"
+
+namespace testbed {
+
+// One batch item without a Sequence: what the cost depends on.
+struct SeqShape {
+  int num_computed = 0;   // context tokens already in the KV cache
+  int num_new = 0;        // tokens computed this step
+  bool samples = true;    // the step samples a token for it (runs the LM head)
+  bool is_decode = true;  // attention goes to the decode op (else prefill)
+};
+using StepShape = std::vector<SeqShape>;
+
+StepShape step_shape_of(const Batch& batch);
+// `batch_size` sequences, each decoding one token after `context` cached tokens.
+StepShape decode_shape(int batch_size, int context);
+// One prompt chunk of `num_tokens` after `num_computed` cached tokens; samples when `samples`.
+StepShape prefill_shape(int num_tokens, int num_computed = 0, bool samples = true);
+
+struct OpCost {
+  std::string name;
+  bool is_dense = false;  // a weight GEMM (projections, MLP, LM head)
+  double flops = 0;       // per GPU
+  double bytes = 0;       // HBM bytes per GPU
+  double compute_s = 0;
+  double memory_s = 0;
+  double time_s() const { return compute_s > memory_s ? compute_s : memory_s; }
+  bool is_compute_bound() const { return compute_s > memory_s; }
+};
+
+struct StepCost {
+  std::vector<OpCost> ops;  // fixed order: the eight ops listed at the top of this file
+  double compute_s = 0;     // sum of the ops' compute times
+  double memory_s = 0;      // sum of the ops' memory times
+  double roofline_s = 0;    // sum over ops of max(compute, memory)
+  double comm_s = 0;        // tensor-parallel all-reduces (and the logits gather)
+  double overhead_s = 0;    // per-step host overhead from the spec
+  double total_s = 0;       // roofline_s + comm_s + overhead_s
+
+  const OpCost& op(const std::string& name) const;  // throws std::out_of_range for an unknown name
+  double dense_compute_s() const;
+  double dense_memory_s() const;
+};
+
+// Where decode turns compute-bound: the batch size B* at which compute(B*) = memory(B*).
+// Both terms are linear in B at a fixed context, so B* is exact (not rounded).
+struct DecodeCrossover {
+  int context = 0;
+  double dense_batch = 0;  // weight GEMMs only: weights vs FLOPs; independent of context
+  double step_batch = 0;   // every op at `context` (attention adds memory per sequence); +inf if never
+};
+
+class RooflineCostModel : public CostModel {
+ public:
+  // Throws ConfigError (cost_model.tensor_parallel, compute.*) when the model
+  // cannot be split over `tensor_parallel` GPUs or the device lacks its dtype.
+  RooflineCostModel(HardwareSpec hardware, ModelConfig model, int tensor_parallel);
+
+  double predict(const Batch& batch) const override { return predict_shape(step_shape_of(batch)); }
+  std::string name() const override { return "roofline"; }
+
+  double predict_shape(const StepShape& shape) const { return breakdown(shape).total_s; }
+  // An empty shape costs nothing (no step runs).
+  StepCost breakdown(const StepShape& shape) const;
+  StepCost breakdown(const Batch& batch) const { return breakdown(step_shape_of(batch)); }
+  DecodeCrossover decode_crossover(int context) const;
+
+  const HardwareSpec& hardware() const { return hw_; }
+  const ModelConfig& model() const { return model_; }
+  int tensor_parallel() const { return tp_; }
+
+ private:
+  double all_reduce_s(double bytes) const;
+
+  HardwareSpec hw_;
+  ModelConfig model_;
+  int tp_;
+  double gemm_flops_, attn_flops_, bandwidth_;
+};
+
+// Bytes of weights one GPU holds under tensor parallelism (Megatron-style
+// column/row splits, vocab-parallel embedding and LM head; K/V heads replicated
+// when tensor_parallel exceeds their number, as vLLM does). tensor_parallel = 1
+// gives num_params() * dtype_bytes().
+double weight_bytes_per_gpu(const ModelConfig& model, int tensor_parallel);
+// Bytes of K and V per token one GPU stores (activation dtype, replicated heads included).
+double kv_bytes_per_token_per_gpu(const ModelConfig& model, int tensor_parallel);
+// Bytes per element of activations and the KV cache: the checkpoint dtype, but
+// 16-bit for 8-bit checkpoints (vLLM's kv_cache_dtype = auto).
+int activation_bytes(const ModelConfig& model);
+
+// KV blocks that fit beside the weights: per GPU,
+//   floor((capacity * fraction - weights / TP - reserve) / (block_size * KV bytes per token / TP)).
+// Throws ConfigError naming cache.gpu_memory_fraction when nothing is left for KV
+// (and cache.block_size / cost_model.tensor_parallel for bad arguments).
+int kv_blocks_from_memory(const HardwareSpec& hardware, const ModelConfig& model, int block_size,
+                          double gpu_memory_fraction, int tensor_parallel);
+
+DecodeCrossover decode_crossover(const HardwareSpec& hardware, const ModelConfig& model, int tensor_parallel,
+                                 int context);
+
+}  // namespace testbed

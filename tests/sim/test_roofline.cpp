@@ -1,0 +1,298 @@
+// The roofline cost model against numbers worked out by hand: small-batch decode
+// is weight bytes over bandwidth, long prefill is compute-bound, the decode
+// crossover is where the two terms meet, KV capacity for Llama-3.1-8B on H100,
+// tensor parallelism, and hardware spec errors that name the key.
+//   ./build/tests/test_sim "[roofline]"   (from the repository root)
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/config_error.h"
+#include "sim/cost_model.h"
+#include "sim/roofline_cost_model.h"
+
+namespace fs = std::filesystem;
+using namespace testbed;
+
+namespace {
+
+const char* kH100 = "experiments/hardware/h100-sxm.ini";
+const double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+ModelConfig model(const std::string& name) { return ModelConfig::from_json_file("experiments/models/" + name + ".json"); }
+
+HardwareSpec h100_without_overhead() {
+  HardwareSpec hw = HardwareSpec::from_ini_file(kH100);
+  hw.step_overhead_s = 0;
+  return hw;
+}
+
+fs::path scratch_file(const std::string& name, const std::string& text) {
+  const fs::path dir = fs::temp_directory_path() / ("testbed_roofline_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / name) << text;
+  return dir / name;
+}
+
+// The message of the ConfigError `fn` throws ("" if none).
+template <class Fn>
+std::string config_error(Fn fn) {
+  try {
+    fn();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kMinimalSpec =
+    "[device]\nname = test-gpu\n"
+    "[compute]\nbf16_tflops = 1000\nefficiency = 1\n"
+    "[memory]\ncapacity_gib = 80\nbandwidth_gbps = 2000\nefficiency = 1\n"
+    "[step]\noverhead_s = 0\n";
+
+// Runs the built CLI; returns (exit status, stdout + stderr).
+std::pair<int, std::string> run_cli(const std::string& args) {
+  const std::string cmd = std::string(TESTBED_BINARY_DIR) + "/testbed " + args + " 2>&1";
+  std::string output;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
+  const int raw = pclose(p);
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, output};
+}
+
+}  // namespace
+
+TEST_CASE("roofline small-batch decode is weight bytes over bandwidth", "[roofline]") {
+  const ModelConfig m = model("llama-3.1-8b");
+  const RooflineCostModel cost(h100_without_overhead(), m, 1);
+  const StepCost step = cost.breakdown(decode_shape(1, 16));
+  // Every weight but the embedding table (only T rows of it are gathered) is read once.
+  const double weights_read = (static_cast<double>(m.num_params()) - double(m.vocab_size) * m.hidden_size) * 2;
+  const double bandwidth = 3350e9 * 0.9;  // h100-sxm.ini: memory.bandwidth_gbps x memory.efficiency
+  CHECK(step.total_s == Approx(weights_read / bandwidth).epsilon(0.02));
+  CHECK(step.total_s == Approx(m.num_params() * 2.0 / bandwidth).epsilon(0.08));
+  CHECK(step.compute_s < 0.01 * step.memory_s);
+  for (const OpCost& op : step.ops) CHECK_FALSE(op.is_compute_bound());
+
+  // The same through the registry, from a test-only spec file with no overhead.
+  const fs::path spec = scratch_file("gpu.ini", kMinimalSpec);
+  CostModelConfig config;
+  config.kind = "roofline";
+  config.hardware = spec.string();
+  const auto registered = make_cost_model(config, m);
+  CHECK(registered->name() == "roofline");
+  const auto* roofline = dynamic_cast<const RooflineCostModel*>(registered.get());
+  REQUIRE(roofline != nullptr);
+  CHECK(roofline->predict_shape(decode_shape(1, 16)) == Approx(weights_read / 2000e9).epsilon(0.02));
+}
+
+TEST_CASE("roofline long prefill is compute-bound", "[roofline]") {
+  const ModelConfig m = model("llama-3.1-8b");
+  const RooflineCostModel cost(h100_without_overhead(), m, 1);
+  const StepCost step = cost.breakdown(prefill_shape(8192));
+  CHECK(step.compute_s > 5 * step.memory_s);
+  for (const char* op : {"qkv_proj", "o_proj", "mlp_gate_up", "mlp_down", "attn_prefill"})
+    CHECK(step.op(op).is_compute_bound());
+  // By hand: 2 FLOPs per parameter per token at 0.8 x 989.4 TFLOP/s, plus causal
+  // attention 4 * 32 heads * 128 * 8192 * 4096.5 * 32 layers at 0.6 x 989.4.
+  const double gemm = 2.0 * 6.979584e9 * 8192 / (0.8 * 989.4e12);
+  const double attention = 4.0 * 32 * 128 * 8192 * 4096.5 * 32 / (0.6 * 989.4e12);
+  CHECK(step.dense_compute_s() == Approx(gemm).epsilon(0.01));
+  CHECK(step.op("attn_prefill").compute_s == Approx(attention).epsilon(1e-6));
+  // Norms, residual adds and SwiGLU stream ~40 GB of activations: memory-bound but small.
+  CHECK_FALSE(step.op("elementwise").is_compute_bound());
+  CHECK(step.total_s > gemm + attention);
+  CHECK(step.total_s < 1.12 * (gemm + attention));
+  // A chunk after a long cached context attends to all of it: quadratic growth.
+  const double later = cost.breakdown(prefill_shape(8192, 8192)).op("attn_prefill").compute_s;
+  CHECK(later == Approx(attention * (8192 + 4096.5) / 4096.5).epsilon(1e-6));
+}
+
+TEST_CASE("roofline decode crossover is where compute meets memory", "[roofline]") {
+  const ModelConfig m = model("llama-3.1-8b");
+  const RooflineCostModel cost(h100_without_overhead(), m, 1);
+  const DecodeCrossover x = cost.decode_crossover(0);
+  REQUIRE(std::isfinite(x.dense_batch));
+  // Near the ridge point in FLOPs per weight byte (2 FLOPs per 2-byte weight per row),
+  // pushed up a little by activation traffic.
+  const double ridge = 0.8 * 989.4e12 / (0.9 * 3350e9);
+  CHECK(x.dense_batch > ridge);
+  CHECK(x.dense_batch < 1.25 * ridge);
+
+  const int below = static_cast<int>(std::floor(x.dense_batch));
+  const int above = below + 1;
+  const StepCost lo = cost.breakdown(decode_shape(below, 0));
+  const StepCost hi = cost.breakdown(decode_shape(above, 0));
+  CHECK(lo.dense_memory_s() > lo.dense_compute_s());
+  CHECK(hi.dense_compute_s() > hi.dense_memory_s());
+  CHECK(hi.dense_compute_s() == Approx(hi.dense_memory_s()).epsilon(0.01));
+  const StepCost half = cost.breakdown(decode_shape(below / 2, 0));
+  const StepCost twice = cost.breakdown(decode_shape(2 * above, 0));
+  CHECK(half.dense_memory_s() > 1.5 * half.dense_compute_s());
+  CHECK(twice.dense_compute_s() > 1.5 * twice.dense_memory_s());
+
+  // Whole step: attention K/V reads only add memory, so the crossover moves up;
+  // at 1024 tokens of context a GQA-4 model never turns compute-bound.
+  CHECK(x.step_batch > x.dense_batch);
+  CHECK(std::isinf(cost.decode_crossover(1024).step_batch));
+  CHECK(cost.decode_crossover(1024).dense_batch == Approx(x.dense_batch));
+  // Same answer from the free function.
+  CHECK(decode_crossover(h100_without_overhead(), m, 1, 0).dense_batch == Approx(x.dense_batch));
+}
+
+TEST_CASE("roofline KV capacity for Llama-3.1-8B on H100", "[roofline]") {
+  const ModelConfig m = model("llama-3.1-8b");
+  const HardwareSpec hw = HardwareSpec::from_ini_file(kH100);
+  // By hand: 32 layers x (4096*6144 QKV + 4096*4096 O + 3*4096*14336 MLP + 2*4096 norms)
+  // + 2 x 128256*4096 (embedding, LM head) + 4096 = 8,030,261,248 parameters of 2 bytes;
+  // K and V: 2 x 32 layers x 8 heads x 128 x 2 bytes = 131,072 bytes per token.
+  REQUIRE(m.num_params() == 8030261248LL);
+  CHECK(weight_bytes_per_gpu(m, 1) == 2.0 * 8030261248LL);
+  CHECK(kv_bytes_per_token_per_gpu(m, 1) == 131072.0);
+  const double free_bytes = (79.65 * 0.9 - 2.0) * kGiB - 2.0 * 8030261248LL;
+  const int expected = static_cast<int>(std::floor(free_bytes / (16 * 131072.0)));
+  const int blocks = kv_blocks_from_memory(hw, m, 16, 0.9, 1);
+  CHECK(blocks == expected);
+  // ~54.7 GiB of KV: about 448K tokens, the order vLLM reports for this model and GPU.
+  CHECK(blocks > 25000);
+  CHECK(blocks < 32000);
+  CHECK(kv_blocks_from_memory(hw, m, 32, 0.9, 1) == blocks / 2);
+
+  // Llama-3.1-70B (141 GB of bf16 weights) cannot fit on one 80 GB GPU; on four it can.
+  const ModelConfig big = model("llama-3.1-70b");
+  const std::string error = config_error([&] { kv_blocks_from_memory(hw, big, 16, 0.9, 1); });
+  CHECK(error.find("cache.gpu_memory_fraction") != std::string::npos);
+  CHECK(kv_blocks_from_memory(hw, big, 16, 0.9, 4) > 10000);
+  CHECK(config_error([&] { kv_blocks_from_memory(hw, m, 0, 0.9, 1); }).find("cache.block_size") == 0);
+  CHECK(config_error([&] { kv_blocks_from_memory(hw, m, 16, 1.5, 1); }).find("cache.gpu_memory_fraction") == 0);
+}
+
+TEST_CASE("roofline tensor parallelism halves weight time and adds communication", "[roofline]") {
+  const ModelConfig m = model("llama-3.1-8b");
+  const RooflineCostModel tp1(h100_without_overhead(), m, 1);
+  const RooflineCostModel tp2(h100_without_overhead(), m, 2);
+  const StepCost one = tp1.breakdown(decode_shape(1, 16));
+  const StepCost two = tp2.breakdown(decode_shape(1, 16));
+  CHECK(two.memory_s == Approx(one.memory_s / 2).epsilon(0.02));
+  CHECK(two.dense_memory_s() == Approx(one.dense_memory_s() / 2).epsilon(0.01));
+  CHECK(one.comm_s == 0);
+  // 2 all-reduces per layer + the embedding's, each at least the 10 us latency, + the logits gather.
+  CHECK(two.comm_s > (2 * 32 + 1) * 10e-6);
+  CHECK(two.comm_s < (2 * 32 + 2) * 12e-6);
+  CHECK(two.total_s < one.total_s);
+  CHECK(weight_bytes_per_gpu(m, 2) == Approx(weight_bytes_per_gpu(m, 1) / 2).epsilon(1e-4));
+  // Past the 8 KV heads, K/V heads are replicated: TP=16 stores one per GPU, like TP=8.
+  const ModelConfig big = model("llama-3.1-70b");
+  CHECK(kv_bytes_per_token_per_gpu(big, 16) == kv_bytes_per_token_per_gpu(big, 8));
+  // Heads must split evenly.
+  const std::string error = config_error([&] { (void)RooflineCostModel(h100_without_overhead(), m, 3); });
+  CHECK(error.find("cost_model.tensor_parallel") == 0);
+}
+
+TEST_CASE("roofline predicts a scheduler Batch like its shape", "[roofline]") {
+  const ModelConfig m = model("llama-3.1-8b");
+  const RooflineCostModel cost(HardwareSpec::from_ini_file(kH100), m, 1);
+  Request prompt_request;
+  prompt_request.prompt.assign(100, 7);
+  Sequence prefilling(prompt_request);
+  Request decode_request;
+  decode_request.prompt.assign(50, 3);
+  Sequence decoding(decode_request);
+  decoding.append_token(5);
+  Batch batch;
+  batch.items.push_back(ScheduledSeq{&prefilling, 0, 60});  // first chunk: no sample
+  batch.items.push_back(ScheduledSeq{&decoding, 50, 1});
+  const StepShape shape = step_shape_of(batch);
+  REQUIRE(shape.size() == 2);
+  CHECK_FALSE(shape[0].samples);
+  CHECK_FALSE(shape[0].is_decode);
+  CHECK(shape[1].samples);
+  CHECK(shape[1].is_decode);
+  CHECK(cost.predict(batch) == cost.predict_shape({{0, 60, false, false}, {50, 1, true, true}}));
+  CHECK(cost.breakdown(batch).op("lm_head").flops == Approx(2.0 * 4096 * 128256));
+  CHECK(cost.predict_shape({}) == 0);
+  CHECK(cost.breakdown(decode_shape(1, 0)).overhead_s == 0.002);
+}
+
+TEST_CASE("roofline hardware spec errors name the key", "[roofline]") {
+  auto error_for = [](const std::string& text) {
+    return config_error([&] { HardwareSpec::from_ini_text(text, "bad.ini"); });
+  };
+  const std::string unknown = error_for(std::string(kMinimalSpec) + "[compute]\nbf17_tflops = 3\n");
+  CHECK(unknown.find("bad.ini") == 0);
+  CHECK(unknown.find("compute.bf17_tflops") != std::string::npos);
+  const std::string bad_value = error_for(
+      "[compute]\nbf16_tflops = 1000\n[memory]\ncapacity_gib = 80\nbandwidth_gbps = 2 TB/s\n");
+  CHECK(bad_value.find("memory.bandwidth_gbps") != std::string::npos);
+  const std::string missing = error_for("[memory]\ncapacity_gib = 80\nbandwidth_gbps = 2000\n");
+  CHECK(missing.find("compute.bf16_tflops") != std::string::npos);
+  const std::string out_of_range = error_for(std::string(kMinimalSpec) + "[interconnect]\nefficiency = 1.5\n");
+  CHECK(out_of_range == "bad.ini: interconnect.efficiency: must be in (0, 1]");
+  CHECK(config_error([] { HardwareSpec::from_ini_file("no/such/gpu.ini"); }).find("no/such/gpu.ini") == 0);
+
+  // The device lacks the model's dtype; tensor parallelism without a link.
+  HardwareSpec hw = HardwareSpec::from_ini_text(kMinimalSpec, "gpu.ini");
+  CHECK(config_error([&] { (void)RooflineCostModel(hw, model("tiny"), 1); }).find("compute.fp32_tflops") == 0);
+  CHECK(config_error([&] { (void)RooflineCostModel(hw, model("llama-3.1-8b"), 2); }).find("interconnect.bandwidth_gbps") ==
+        0);
+  CostModelConfig config;
+  config.kind = "roofline";
+  config.hardware = "no/such/gpu.ini";
+  CHECK(config_error([&] { make_cost_model(config, model("tiny")); }).find("cost_model.hardware") == 0);
+  config.hardware = "";
+  CHECK(config_error([&] { make_cost_model(config, model("tiny")); }).find("cost_model.hardware") == 0);
+}
+
+TEST_CASE("roofline shipped hardware specs parse", "[roofline]") {
+  const HardwareSpec h100 = HardwareSpec::from_ini_file(kH100);
+  const HardwareSpec h200 = HardwareSpec::from_ini_file("experiments/hardware/h200.ini");
+  const HardwareSpec a100 = HardwareSpec::from_ini_file("experiments/hardware/a100-80gb.ini");
+  CHECK(h100.bf16_tflops == 989.4);
+  CHECK(h200.bf16_tflops == h100.bf16_tflops);
+  CHECK(h200.bandwidth_gbps == 4800);
+  CHECK(a100.bf16_tflops == 312);
+  CHECK(h100.link_latency_s == 10e-6);
+  // Ampere has no FP8 tensor cores: FP8 checkpoints are costed at the BF16 peak.
+  CHECK(a100.matmul_flops("float8_e4m3fn") == a100.matmul_flops("bfloat16"));
+  CHECK(h100.matmul_flops("float8_e4m3fn") == Approx(2 * h100.matmul_flops("bfloat16")).epsilon(1e-3));
+  // Same model, same batch: the H200's extra bandwidth makes small-batch decode faster.
+  const ModelConfig m = model("llama-3.1-8b");
+  CHECK(RooflineCostModel(h200, m, 1).predict_shape(decode_shape(8, 512)) <
+        RooflineCostModel(h100, m, 1).predict_shape(decode_shape(8, 512)));
+}
+
+TEST_CASE("roofline CLI prints the knee and writes the curve", "[roofline]") {
+  if (!fs::exists(fs::path(TESTBED_BINARY_DIR) / "testbed")) {
+    WARN("build/testbed not built: skipping the CLI checks");
+    return;
+  }
+  const std::string args = "roofline --model experiments/models/llama-3.1-8b.json --hardware " + std::string(kH100);
+  const fs::path csv = scratch_file("curve.csv", "");
+  const auto [status, output] = run_cli(args + " --context 0 --max-batch 300 --output " + csv.string());
+  REQUIRE(status == 0);
+  CHECK(output.find("B* = 289.0") != std::string::npos);
+  CHECK(output.find("<- knee") != std::string::npos);
+  std::ifstream in(csv);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) ++lines;
+  CHECK(lines == 302);  // comment, header, batch 1..300
+
+  const auto unknown = run_cli(args + " --bogus 1");
+  CHECK(unknown.first == 2);
+  CHECK(unknown.second.find("--bogus") != std::string::npos);
+  const auto missing = run_cli("roofline --model no/such.json --hardware " + std::string(kH100));
+  CHECK(missing.first == 2);
+  CHECK(missing.second.find("no/such.json") != std::string::npos);
+  const auto bad_tp = run_cli(args + " --tp 3");
+  CHECK(bad_tp.first == 2);
+  CHECK(bad_tp.second.find("--tp") != std::string::npos);
+}
