@@ -1,5 +1,6 @@
 #include "engine/driver.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -13,18 +14,16 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// One step on the wall clock: schedule at `now`, execute, finish at the clock's reading.
-bool wall_clock_step(Engine& engine, Clock::time_point t0, double now) {
+// One step on the wall clock: schedule at `now`, execute, finish at the clock's
+// reading, which it returns.
+double wall_clock_step(Engine& engine, Clock::time_point t0, double now) {
   Batch batch = engine.schedule(now);
-  if (batch.empty()) return false;
-  StepResult result = engine.executor().execute(batch);
-  engine.complete_step(batch, result, now, seconds_since(t0));
-  return true;
-}
-
-void check_progress(Engine& engine, bool stepped) {
-  if (!stepped && engine.has_unfinished())
+  if (batch.empty())
     throw ConfigError("scheduler: no sequence could be scheduled although requests wait (configuration deadlock)");
+  StepResult result = engine.executor().execute(batch);
+  const double end = seconds_since(t0);
+  engine.complete_step(batch, result, now, end);
+  return end;
 }
 
 }  // namespace
@@ -38,8 +37,7 @@ double run_offline(Engine& engine, RequestSource& source, const ProgressFn& prog
     ++total;
   }
   while (engine.has_unfinished()) {
-    const bool stepped = wall_clock_step(engine, t0, seconds_since(t0));
-    check_progress(engine, stepped);
+    wall_clock_step(engine, t0, seconds_since(t0));
     if (progress) progress(total - engine.scheduler().num_running() - engine.scheduler().num_waiting(), total);
   }
   return seconds_since(t0);
@@ -50,18 +48,25 @@ double run_realtime(Engine& engine, RequestSource& source, const ProgressFn& pro
   int64_t added = 0;
   std::optional<Request> pending = source.next();
   const Clock::time_point t0 = Clock::now();
+  double idle_since = 0.0;  // end of the last step that left the engine without work
   while (pending || engine.has_unfinished()) {
     double now = seconds_since(t0);
-    if (!engine.has_unfinished() && pending && pending->arrival_s > now) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(pending->arrival_s - now));
-      now = seconds_since(t0);
+    if (!engine.has_unfinished() && pending) {
+      // Idle until the next arrival. The step starts at the arrival instant, not
+      // at the (slightly later) wake-up: the same convention as the simulator,
+      // so a simulation of the same trace sees the same batches at the same times.
+      if (pending->arrival_s > now) std::this_thread::sleep_for(std::chrono::duration<double>(pending->arrival_s - now));
+      now = std::max(pending->arrival_s, idle_since);
     }
     while (pending && pending->arrival_s <= now) {
       engine.add_request(std::move(*pending), now);
       ++added;
       pending = source.next();
     }
-    if (engine.has_unfinished()) check_progress(engine, wall_clock_step(engine, t0, now));
+    if (engine.has_unfinished()) {
+      const double end = wall_clock_step(engine, t0, now);
+      if (!engine.has_unfinished()) idle_since = end;
+    }
     if (progress) {
       const int64_t in_flight = engine.scheduler().num_running() + engine.scheduler().num_waiting();
       progress(added - in_flight, total >= 0 ? total : added);

@@ -34,6 +34,7 @@ void Engine::complete_step(const Batch& batch, const StepResult& result, double 
   rec.kv_blocks_used = kv_.num_used_blocks();
   rec.num_preempted = static_cast<int>(batch.preempted.size());
   rec.num_waiting = scheduler_.num_waiting();
+  rec.num_running = scheduler_.num_running();
   sink_->on_step(rec);
 }
 

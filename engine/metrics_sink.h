@@ -18,7 +18,8 @@ struct StepRecord {
   int decode_tokens = 0;
   int kv_blocks_used = 0;
   int num_preempted = 0;
-  int num_waiting = 0;
+  int num_waiting = 0;  // after the step
+  int num_running = 0;  // after the step
 };
 
 class MetricsSink {

@@ -19,6 +19,11 @@ void WorkloadConfig::validate() const {
   require(num_prefixes > 0, "workload.num_prefixes", "must be positive");
 }
 
+int WorkloadConfig::max_sequence_tokens() const {
+  if (kind == "shared_prefix") return system_prompt_tokens + user_tokens + output_tokens;
+  return 0;
+}
+
 std::unique_ptr<RequestSource> make_workload(const WorkloadConfig& config, const WorkloadContext& context) {
   config.validate();
   return WorkloadRegistry::instance().create("workload.kind", config.kind, config, context);

@@ -24,6 +24,9 @@ struct WorkloadConfig {
   int num_prefixes = 1;              // shared_prefix: distinct system prompts, drawn uniformly
   uint64_t seed = 1;
   void validate() const;
+  // Longest sequence (prompt + output) the workload produces, when a generator
+  // knows it in advance; 0 when only reading the trace would tell.
+  int max_sequence_tokens() const;
 };
 
 // What a source needs from the rest of the run.

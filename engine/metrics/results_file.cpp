@@ -133,6 +133,7 @@ void ResultsFile::write_steps(const std::vector<StepRecord>& s) {
   add_column("steps", "kv_blocks_used", col_i([](const StepRecord& x) { return x.kv_blocks_used; }));
   add_column("steps", "num_preempted", col_i([](const StepRecord& x) { return x.num_preempted; }));
   add_column("steps", "num_waiting", col_i([](const StepRecord& x) { return x.num_waiting; }));
+  add_column("steps", "num_running", col_i([](const StepRecord& x) { return x.num_running; }));
 }
 
 void ResultsFile::write_summary(const Summary& summary) {

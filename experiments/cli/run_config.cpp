@@ -66,6 +66,7 @@ void RunConfig::bind(OptionTable& t) {
 
   t.add("output.steps", &output.steps, "write the per-step table");
   t.add("output.tokens", &output.tokens, "write generated token ids");
+  t.add("output.timeline", &output.timeline, "write timeline.json (Chrome trace, opens in Perfetto)");
 }
 
 std::string RunConfig::driver_mode() const {

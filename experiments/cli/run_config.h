@@ -34,7 +34,8 @@ struct DriverSection {
 
 struct OutputSection {
   bool steps = true;    // write /steps
-  bool tokens = false;  // write /tokens (generated token ids)
+  bool tokens = false;    // write /tokens (generated token ids)
+  bool timeline = false;  // write timeline.json (Chrome trace / Perfetto)
 };
 
 struct RunConfig {

@@ -1,0 +1,24 @@
+// static: request-level batching, as served before Orca (OSDI '22): a batch is
+// formed from the queue (FCFS), then runs until its longest request finishes;
+// nothing joins while any member decodes. The baseline iteration-level
+// (continuous) batching is compared against in papers/orca/.
+#include "engine/scheduling_policy.h"
+
+namespace testbed {
+namespace {
+
+class StaticBatchingPolicy : public SchedulingPolicy {
+ public:
+  bool before(const Sequence& a, const Sequence& b) const override {
+    if (a.arrival_s() != b.arrival_s()) return a.arrival_s() < b.arrival_s();
+    return a.id() < b.id();
+  }
+  // The batch may still fill up while its members are all in their prompts
+  // (a token budget can split admission over a few steps); once one decodes, it is closed.
+  bool may_admit(const SchedulerView& view) const override { return view.num_running_decoding == 0; }
+};
+
+TESTBED_REGISTER(SchedulingPolicyRegistry, "static", [] { return std::make_unique<StaticBatchingPolicy>(); });
+
+}  // namespace
+}  // namespace testbed

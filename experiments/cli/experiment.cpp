@@ -1,0 +1,110 @@
+#include "experiments/cli/experiment.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/config_error.h"
+#include "engine/driver.h"
+#include "experiments/cli/progress_printer.h"
+#include "sim/simulated_driver.h"
+#include "traces/workload.h"
+
+namespace fs = std::filesystem;
+
+namespace testbed {
+namespace {
+
+void write_text_atomically(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << text;
+    if (!out) throw ConfigError(path.string() + ": cannot write");
+  }
+  fs::rename(tmp, path);
+}
+
+}  // namespace
+
+std::string default_output_dir(const std::string& config_path) {
+  return (fs::path("results") / fs::path(config_path).stem()).string();
+}
+
+ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup, std::unique_ptr<Executor> executor,
+                                const std::string& mode_override) {
+  if (!executor) executor = make_executor(config, setup);
+  WorkloadContext context;
+  context.vocab_size = setup.model.vocab_size;
+  context.sampling = config.sampling;
+  std::unique_ptr<RequestSource> source = make_workload(config.workload, context);
+
+  ExperimentResult result;
+  result.recorder = std::make_unique<RunRecorder>(config.output.steps, config.output.tokens);
+  result.mode = mode_override.empty() ? config.driver_mode() : mode_override;
+  result.executor = executor->name();
+  Engine engine(0, setup.engine, setup.num_blocks, std::move(executor), result.recorder.get());
+  ProgressPrinter printer(config.driver.progress);
+  ProgressFn progress = [&](int64_t done, int64_t total) { printer.update(done, total); };
+  const auto wall0 = std::chrono::steady_clock::now();
+  if (result.mode == "offline") {
+    run_offline(engine, *source, progress);
+  } else if (result.mode == "realtime") {
+    run_realtime(engine, *source, progress);
+  } else {
+    const SimulationStats stats = run_simulated(engine, *source, progress);
+    result.simulated_s = stats.simulated_s;
+    result.num_events = stats.num_events;
+  }
+  printer.done();
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  result.summary = summarize(*result.recorder, 1, config.slo);
+  return result;
+}
+
+void write_run_files(const std::string& dir, const RunConfig& config, const OptionTable& table,
+                     const ExperimentResult& result, const std::function<void(ResultsFile&)>& extra) {
+  fs::create_directories(dir);
+  ResultsFile file((fs::path(dir) / "results.h5").string());
+  file.write_requests(result.recorder->requests());
+  if (config.output.steps) file.write_steps(result.recorder->steps());
+  if (config.output.tokens) file.write_tokens(result.recorder->output_token_ids(), result.recorder->output_tokens());
+  file.write_summary(result.summary);
+  file.write_config(table.resolved());
+  file.set_attr("run", "wall_s", result.wall_s);
+  file.set_attr("run", "simulated_s", result.simulated_s);
+  file.set_attr("run", "executor", result.executor);
+  file.set_attr("run", "mode", result.mode);
+  file.set_attr("run", "config_path", config.config_path);
+  if (extra) extra(file);
+  file.commit();
+  write_text_atomically(fs::path(dir) / "config.ini", table.to_ini());
+  if (config.output.timeline) write_timeline((fs::path(dir) / "timeline.json").string(), result.recorder->steps());
+}
+
+void write_timeline(const std::string& path, const std::vector<StepRecord>& steps) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+    bool first = true;
+    for (const StepRecord& s : steps) {
+      char buf[512];
+      std::snprintf(buf, sizeof buf,
+                    "%s{\"name\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": 0, \"ts\": %.3f, \"dur\": %.3f, "
+                    "\"args\": {\"seqs\": %d, \"prefill_tokens\": %d, \"decode_tokens\": %d, \"kv_blocks_used\": %d, "
+                    "\"preempted\": %d, \"waiting\": %d}}",
+                    first ? "" : ",\n", s.prefill_tokens > 0 ? (s.decode_tokens > 0 ? "mixed" : "prefill") : "decode",
+                    s.instance, s.start_s * 1e6, s.duration_s * 1e6, s.num_seqs, s.prefill_tokens, s.decode_tokens,
+                    s.kv_blocks_used, s.num_preempted, s.num_waiting);
+      out << buf;
+      first = false;
+    }
+    out << "\n]}\n";
+    if (!out) throw ConfigError(path + ": cannot write");
+  }
+  fs::rename(tmp, path);
+}
+
+}  // namespace testbed

@@ -1,0 +1,42 @@
+// Running one experiment from a RunConfig and writing its files; shared by the
+// run, fidelity and fleet commands.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engine/metrics/results_file.h"
+#include "engine/metrics/run_recorder.h"
+#include "engine/metrics/summary.h"
+#include "experiments/cli/engine_factory.h"
+#include "experiments/cli/option_table.h"
+#include "experiments/cli/run_config.h"
+
+namespace testbed {
+
+struct ExperimentResult {
+  std::unique_ptr<RunRecorder> recorder;
+  Summary summary;
+  double wall_s = 0.0;       // wall-clock time of the run
+  double simulated_s = 0.0;  // simulated time (simulated mode)
+  int64_t num_events = 0;    // simulated mode
+  std::string executor, mode;
+};
+
+// Runs the configured workload through one engine with `executor` (made from the
+// config when null) under driver `mode` ("" = the config's).
+ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup, std::unique_ptr<Executor> executor = nullptr,
+                                const std::string& mode = "");
+
+// Writes DIR/results.h5 (requests, steps, summary, config; `extra` may add more
+// before it is committed), DIR/config.ini and, with output.timeline, DIR/timeline.json.
+void write_run_files(const std::string& dir, const RunConfig& config, const OptionTable& table,
+                     const ExperimentResult& result, const std::function<void(ResultsFile&)>& extra = nullptr);
+
+// Chrome-trace JSON (chrome://tracing, ui.perfetto.dev) of every step, one track per instance.
+void write_timeline(const std::string& path, const std::vector<StepRecord>& steps);
+
+std::string default_output_dir(const std::string& config_path);
+
+}  // namespace testbed

@@ -1,0 +1,103 @@
+// testbed fidelity CONFIG.ini [--output DIR] [--repeats N] [--section.key=value ...]
+// How far is the simulator from the real engine? Runs the configured workload
+// on the real executor, profiles that executor, simulates the same workload
+// with the profiled cost model (same scheduler code, same KV capacity), and
+// reports the signed relative error (sim - real) / real of mean and p99 TTFT,
+// TPOT and E2E. Writes DIR/results.h5 (the real run, with err_* in /summary and
+// the simulated summary in /sim_summary), DIR/sim/results.h5 and DIR/profile.h5.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "engine/config_error.h"
+#include "experiments/cli/command.h"
+#include "experiments/cli/experiment.h"
+#include "experiments/cli/profile_command.h"
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+namespace testbed {
+namespace {
+
+int fidelity_command(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::cout << "usage: testbed fidelity CONFIG.ini [--output DIR] [--repeats N] [--section.key=value ...]\n\n"
+                 "Real run, profile, simulated run of the same workload; prints and stores the relative\n"
+                 "error of mean and p99 TTFT, TPOT and E2E (err_* in DIR/results.h5 /summary).\n";
+    return args.empty() ? 2 : 0;
+  }
+  std::string output;
+  int repeats = 3;
+  po::options_description extra;
+  extra.add_options()("output", po::value<std::string>(&output), "results directory")(
+      "repeats", po::value<int>(&repeats), "profile runs per grid point");
+  RunConfig config;
+  OptionTable table;
+  po::variables_map vm;
+  load_run_config(args[0], {args.begin() + 1, args.end()}, config, table, extra, vm);
+  require(config.executor.kind != "sim", "executor.kind", "fidelity compares a real executor (cpu or cuda) with the simulator");
+  require(config.driver_mode() != "simulated", "driver.mode", "the real run needs a wall-clock driver (realtime or offline)");
+  if (output.empty()) output = default_output_dir(args[0]);
+  fs::create_directories(output);
+
+  std::printf("fidelity %s: 1/3 real run (%s, %s)\n", args[0].c_str(), config.executor.kind.c_str(),
+              config.driver_mode().c_str());
+  std::fflush(stdout);
+  const RunSetup setup = prepare_run(config);
+  const ExperimentResult real = run_experiment(config, setup);
+
+  std::printf("fidelity: 2/3 profiling the executor\n");
+  std::fflush(stdout);
+  const ProfileTable profile = profile_configured_executor(config, repeats, 0);
+  const std::string profile_path = (fs::path(output) / "profile.h5").string();
+  profile.save(profile_path);
+
+  std::printf("fidelity: 3/3 simulated run with the profiled cost model\n");
+  std::fflush(stdout);
+  RunConfig sim_config = config;
+  sim_config.executor.kind = "sim";
+  sim_config.executor.timing = "measured";
+  sim_config.cost_model.kind = "profiled";
+  sim_config.cost_model.profile = profile_path;
+  sim_config.driver.mode = "simulated";
+  if (config.driver_mode() == "offline") sim_config.workload.rate = 0.0;  // offline: everything at t = 0
+  const RunSetup sim_setup = prepare_run(sim_config);
+  const ExperimentResult sim = run_experiment(sim_config, sim_setup);
+  write_run_files((fs::path(output) / "sim").string(), sim_config, table, sim);
+
+  Summary summary = real.summary;
+  std::printf("\n%-6s %12s %12s %9s %12s %12s %9s\n", "metric", "real mean", "sim mean", "error", "real p99",
+              "sim p99", "error");
+  for (const char* metric : {"ttft", "tpot", "e2e"}) {
+    const std::string m(metric);
+    double errs[2];
+    int i = 0;
+    for (const char* stat : {"mean", "p99"}) {
+      const double r = real.summary.get(m + "_" + stat + "_s"), s = sim.summary.get(m + "_" + stat + "_s");
+      errs[i++] = r != 0 ? (s - r) / r : NAN;
+      summary.set("err_" + m + "_" + stat, errs[i - 1]);
+    }
+    std::printf("%-6s %12.5f %12.5f %+8.1f%% %12.5f %12.5f %+8.1f%%\n", metric, real.summary.get(m + "_mean_s"),
+                sim.summary.get(m + "_mean_s"), 100 * errs[0], real.summary.get(m + "_p99_s"),
+                sim.summary.get(m + "_p99_s"), 100 * errs[1]);
+  }
+  ExperimentResult stored{nullptr, summary, real.wall_s, real.simulated_s, real.num_events, real.executor, real.mode};
+  stored.recorder = std::make_unique<RunRecorder>(*real.recorder);
+  write_run_files(output, config, table, stored, [&](ResultsFile& file) {
+    for (const auto& [name, value] : sim.summary.values()) file.set_attr("sim_summary", name, value);
+    file.set_attr("run", "profile", profile_path);
+  });
+  std::printf("\nresults       %s/results.h5 (real, with err_*), %s/sim/results.h5, %s\n", output.c_str(),
+              output.c_str(), profile_path.c_str());
+  return 0;
+}
+
+}  // namespace
+
+TESTBED_COMMAND("fidelity", "fidelity CONFIG.ini [--output DIR] [--repeats N]",
+                "real run vs simulation with the profiled cost model: relative errors of TTFT, TPOT, E2E",
+                fidelity_command);
+
+}  // namespace testbed

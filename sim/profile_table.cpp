@@ -1,0 +1,114 @@
+#include "sim/profile_table.h"
+
+#include <H5Cpp.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "engine/config_error.h"
+#include "engine/metrics/results_file.h"
+
+namespace testbed {
+
+BatchShape shape_of(const Batch& batch) {
+  BatchShape s;
+  double context = 0;
+  for (const ScheduledSeq& item : batch.items) {
+    context += item.num_computed;
+    if (item.is_decode()) s.decode_seqs += 1;
+  }
+  s.prefill_tokens = batch.num_prefill_tokens;
+  s.context = batch.items.empty() ? 0.0 : context / static_cast<double>(batch.items.size());
+  return s;
+}
+
+namespace {
+
+// Position of x on an ascending axis: the cell's lower index and the fraction
+// into it (outside the axis: the first or last cell, fraction < 0 or > 1).
+void locate(const std::vector<double>& axis, double x, size_t& lo, double& frac) {
+  if (axis.size() == 1) {
+    lo = 0;
+    frac = 0.0;
+    return;
+  }
+  size_t hi = static_cast<size_t>(std::upper_bound(axis.begin(), axis.end(), x) - axis.begin());
+  hi = std::clamp<size_t>(hi, 1, axis.size() - 1);
+  lo = hi - 1;
+  frac = (x - axis[lo]) / (axis[hi] - axis[lo]);
+}
+
+}  // namespace
+
+double ProfileTable::predict(const BatchShape& s) const {
+  size_t p, d, c;
+  double fp, fd, fc;
+  locate(prefill_tokens, s.prefill_tokens, p, fp);
+  locate(decode_seqs, s.decode_seqs, d, fd);
+  locate(context, s.context, c, fc);
+  const size_t np = prefill_tokens.size() > 1, nd = decode_seqs.size() > 1, nc = context.size() > 1;
+  double value = 0.0;
+  for (size_t i = 0; i <= np; ++i)
+    for (size_t j = 0; j <= nd; ++j)
+      for (size_t k = 0; k <= nc; ++k) {
+        const double w = (i ? fp : 1 - fp) * (j ? fd : 1 - fd) * (k ? fc : 1 - fc);
+        value += w * step_s[index(p + i, d + j, c + k)];
+      }
+  return std::max(value, *std::min_element(step_s.begin(), step_s.end()));
+}
+
+void ProfileTable::validate(const std::string& origin) const {
+  auto check_axis = [&](const std::vector<double>& a, const char* name) {
+    if (a.empty()) throw ConfigError(origin + ": profile axis '" + name + "' is empty");
+    for (size_t i = 1; i < a.size(); ++i)
+      if (!(a[i] > a[i - 1])) throw ConfigError(origin + ": profile axis '" + name + "' is not strictly ascending");
+  };
+  check_axis(prefill_tokens, "prefill_tokens");
+  check_axis(decode_seqs, "decode_seqs");
+  check_axis(context, "context");
+  if (step_s.size() != prefill_tokens.size() * decode_seqs.size() * context.size())
+    throw ConfigError(origin + ": profile step_s has " + std::to_string(step_s.size()) + " values, the axes need " +
+                      std::to_string(prefill_tokens.size() * decode_seqs.size() * context.size()));
+  for (double v : step_s)
+    if (!(v > 0)) throw ConfigError(origin + ": profile step_s holds a non-positive or NaN duration");
+}
+
+void ProfileTable::save(const std::string& path) const {
+  validate(path);
+  ResultsFile file(path);
+  file.add_column("profile", "prefill_tokens", prefill_tokens);
+  file.add_column("profile", "decode_seqs", decode_seqs);
+  file.add_column("profile", "context", context);
+  file.add_column("profile", "step_s", step_s);
+  file.set_attr("profile", "executor", executor);
+  file.set_attr("profile", "model", model);
+  file.commit();
+}
+
+ProfileTable ProfileTable::load(const std::string& path) {
+  if (!std::filesystem::exists(path)) throw ConfigError("cost_model.profile: file not found: " + path);
+  ProfileTable t;
+  try {
+    H5::Exception::dontPrint();
+    H5::H5File f(path, H5F_ACC_RDONLY);
+    H5::Group g = f.openGroup("profile");
+    auto read = [&](const char* name) {
+      H5::DataSet ds = g.openDataSet(name);
+      hsize_t dims[1];
+      ds.getSpace().getSimpleExtentDims(dims);
+      std::vector<double> v(dims[0]);
+      if (!v.empty()) ds.read(v.data(), H5::PredType::NATIVE_DOUBLE);
+      return v;
+    };
+    t.prefill_tokens = read("prefill_tokens");
+    t.decode_seqs = read("decode_seqs");
+    t.context = read("context");
+    t.step_s = read("step_s");
+  } catch (const H5::Exception& e) {
+    throw ConfigError(path + ": not a profile table (" + e.getDetailMsg() + ")");
+  }
+  t.validate(path);
+  return t;
+}
+
+}  // namespace testbed

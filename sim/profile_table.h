@@ -1,0 +1,45 @@
+// ProfileTable: step durations measured on a real executor over a grid of batch
+// shapes, read back by the `profiled` cost model.
+//   axes:  prefill_tokens P (prompt tokens computed in the step),
+//          decode_seqs D    (sequences decoding one token),
+//          context C        (tokens already in the KV cache per sequence, mean over the batch)
+//   value: step_s[P][D][C]  (median of the measured repeats)
+// Stored in HDF5 as /profile/{prefill_tokens, decode_seqs, context, step_s} with
+// attributes describing where it was measured.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/batch.h"
+
+namespace testbed {
+
+struct BatchShape {
+  double prefill_tokens = 0;
+  double decode_seqs = 0;
+  double context = 0;
+};
+
+// The features a ProfileTable is indexed by.
+BatchShape shape_of(const Batch& batch);
+
+class ProfileTable {
+ public:
+  std::vector<double> prefill_tokens, decode_seqs, context;  // ascending
+  std::vector<double> step_s;                                // size P * D * C
+  std::string executor;                                      // where it was measured
+  std::string model;
+
+  size_t index(size_t p, size_t d, size_t c) const { return (p * decode_seqs.size() + d) * context.size() + c; }
+  // Trilinear interpolation inside the grid, linear extrapolation along the
+  // last two grid lines outside it; never below the smallest measured step.
+  double predict(const BatchShape& shape) const;
+
+  void save(const std::string& path) const;
+  // Throws ConfigError naming the file when it is missing or malformed.
+  static ProfileTable load(const std::string& path);
+  void validate(const std::string& origin) const;
+};
+
+}  // namespace testbed
