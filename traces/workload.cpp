@@ -1,8 +1,22 @@
 #include "traces/workload.h"
 
 #include "engine/config_error.h"
+#include "experiments/cli/option_table.h"
 
 namespace testbed {
+
+void WorkloadConfig::bind(OptionTable& t) {
+  t.add("workload.kind", &kind, "request generator or trace reader");
+  t.add("workload.num_requests", &num_requests, "requests to generate");
+  t.add("workload.rate", &rate, "arrivals per second (0: all at t=0)");
+  t.add("workload.arrival", &arrival, "poisson | gamma | constant");
+  t.add("workload.burstiness", &burstiness, "gamma shape (1 = Poisson, < 1 burstier)");
+  t.add("workload.system_prompt_tokens", &system_prompt_tokens, "shared system prompt length");
+  t.add("workload.user_tokens", &user_tokens, "unique user message length");
+  t.add("workload.output_tokens", &output_tokens, "output tokens per request");
+  t.add("workload.num_prefixes", &num_prefixes, "distinct system prompts");
+  t.add("workload.seed", &seed, "seed of lengths, contents and arrivals");
+}
 
 void WorkloadConfig::validate() const {
   require(WorkloadRegistry::instance().contains(kind), "workload.kind",

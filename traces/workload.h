@@ -12,6 +12,8 @@
 
 namespace testbed {
 
+class OptionTable;
+
 struct WorkloadConfig {
   std::string kind = "shared_prefix";
   int64_t num_requests = 100;
@@ -23,6 +25,8 @@ struct WorkloadConfig {
   int output_tokens = 200;
   int num_prefixes = 1;              // shared_prefix: distinct system prompts, drawn uniformly
   uint64_t seed = 1;
+  // Registers the workload.* keys (the CLI's one table of keys).
+  void bind(OptionTable& table);
   void validate() const;
   // Longest sequence (prompt + output) the workload produces, when a generator
   // knows it in advance; 0 when only reading the trace would tell.

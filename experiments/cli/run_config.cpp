@@ -39,17 +39,7 @@ void RunConfig::bind(OptionTable& t) {
   t.add("sampling.top_p", &sampling.top_p, "1 = off");
   t.add("sampling.seed", &sampling.seed, "seed of every draw (with request id and position)");
 
-  WorkloadConfig& w = workload;
-  t.add("workload.kind", &w.kind, "request generator or trace reader");
-  t.add("workload.num_requests", &w.num_requests, "requests to generate");
-  t.add("workload.rate", &w.rate, "arrivals per second (0: all at t=0)");
-  t.add("workload.arrival", &w.arrival, "poisson | gamma | constant");
-  t.add("workload.burstiness", &w.burstiness, "gamma shape (1 = Poisson, < 1 burstier)");
-  t.add("workload.system_prompt_tokens", &w.system_prompt_tokens, "shared system prompt length");
-  t.add("workload.user_tokens", &w.user_tokens, "unique user message length");
-  t.add("workload.output_tokens", &w.output_tokens, "output tokens per request");
-  t.add("workload.num_prefixes", &w.num_prefixes, "distinct system prompts");
-  t.add("workload.seed", &w.seed, "seed of lengths, contents and arrivals");
+  workload.bind(t);
 
   CostModelConfig& m = cost_model;
   t.add("cost_model.kind", &m.kind, "linear | roofline | profiled");
