@@ -1,0 +1,318 @@
+// CudaExecutor: the CpuExecutor's forward pass on the GPU (same flattening,
+// same positions, same block tables, same sampling), with this project's
+// kernels and cuBLAS bf16 GEMMs. The residual stream and every GEMM output stay
+// in fp32; GEMM inputs, weights and the KV cache are bf16. The residual adds
+// are the GEMM epilogue (beta = 1 into x).
+//
+// Rows are ordered with the multi-token items (prefill chunks) first and the
+// one-token items (decodes) after them, so the paged prefill kernel takes rows
+// [0, P) and the split-K decode kernel rows [P, T) of the same q / out buffers.
+#include "engine/cuda/cuda_executor_impl.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+#include "engine/cuda/cuda_executor.h"
+#include "engine/sampler.h"
+#include "kernels/attention/attention.h"
+#include "kernels/common/model_ops.h"
+
+namespace testbed {
+namespace {
+
+void check_cublas(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(status)));
+}
+
+void require_arg(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument("CUDA executor: " + what);
+}
+
+// Byte offset of `rows` rows of `cols` 16-bit values.
+size_t bf16_rows(int rows, int cols) { return static_cast<size_t>(rows) * cols * 2; }
+
+}  // namespace
+
+bool cuda_device_available() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // clear the error so later runtime calls do not report it
+    return false;
+  }
+  return count > 0;
+}
+
+std::unique_ptr<Executor> make_cuda_executor(const ModelConfig& cfg, const LlamaWeights& weights, int num_blocks,
+                                             int block_size, int max_model_len) {
+  return std::make_unique<CudaExecutor>(cfg, weights, num_blocks, block_size, max_model_len);
+}
+
+// The batch flattened on the host, and where each array sits in the one
+// int32 upload (offsets in elements).
+struct CudaExecutor::StepInputs {
+  std::vector<int32_t> token_ids, positions, slot_mapping;  // [T]
+  std::vector<int32_t> q_indptr{0};                         // [num_prefill + 1], rows of prefill items
+  std::vector<int32_t> kv_indptr{0}, kv_indices, seq_lens;  // CSR over all items, prefill first
+  std::vector<int32_t> sample_rows;                         // [S] row of each sampling item's last token
+  std::vector<int> sample_items;                            // [S] its batch item
+  int num_prefill = 0, num_decode = 0, num_prefill_rows = 0, max_q_len = 0, max_decode_len = 0;
+  size_t o_tokens = 0, o_positions = 0, o_slots = 0, o_q_indptr = 0, o_kv_indptr = 0, o_kv_indices = 0,
+         o_seq_lens = 0, o_sample_rows = 0;
+  DecodePlan plan;
+  int num_tokens() const { return static_cast<int>(token_ids.size()); }
+};
+
+CudaExecutor::CudaExecutor(const ModelConfig& cfg, const LlamaWeights& weights, int num_blocks, int block_size,
+                           int max_model_len)
+    : cfg_(cfg), max_model_len_(max_model_len) {
+  require_arg(cfg.head_dim == 64 || cfg.head_dim == 128,
+              "head_dim " + std::to_string(cfg.head_dim) + " is not supported (64 or 128)");
+  require_arg(cfg.num_kv_heads > 0 && cfg.num_heads % cfg.num_kv_heads == 0,
+              "num_attention_heads must be a multiple of num_key_value_heads");
+  require_arg(cfg.num_heads / cfg.num_kv_heads <= kDecodeMaxGroup,
+              "GQA group above " + std::to_string(kDecodeMaxGroup) + " is not supported");
+  require_arg(num_blocks > 0 && block_size > 0 && max_model_len > 0,
+              "num_blocks, block_size and max_model_len must be positive");
+  layout_ = KvLayout{num_blocks, block_size, cfg.num_kv_heads, cfg.head_dim};
+
+  int device = 0;
+  cuda_check(cudaGetDevice(&device), "cudaGetDevice");
+  cuda_check(cudaDeviceGetAttribute(&num_sms_, cudaDevAttrMultiProcessorCount, device), "SM count");
+  cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  check_cublas(cublasCreate(&cublas_), "cublasCreate");
+  check_cublas(cublasSetStream(cublas_, stream_), "cublasSetStream");
+
+  model_ = upload_model(cfg, weights, max_model_len);
+  const size_t cache_bytes = layout_.num_elements() * 2;
+  for (int l = 0; l < cfg.num_layers; ++l) {
+    k_cache_.emplace_back(cache_bytes);
+    v_cache_.emplace_back(cache_bytes);
+    // Zeroed so a kernel bug that reads an unwritten slot shows as a wrong value, not as NaN garbage.
+    cuda_check(cudaMemset(k_cache_.back().get(), 0, cache_bytes), "cudaMemset");
+    cuda_check(cudaMemset(v_cache_.back().get(), 0, cache_bytes), "cudaMemset");
+  }
+}
+
+CudaExecutor::~CudaExecutor() {
+  if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+CudaExecutor::StepInputs CudaExecutor::flatten(const Batch& batch) const {
+  StepInputs in;
+  const int bs = layout_.block_size;
+  // Prefill chunks first, then one-token items, each group in batch order.
+  std::vector<int> order;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int s = 0; s < batch.num_seqs(); ++s) {
+      const int n = batch.items[s].num_new;
+      if (n > 0 && (n > 1) == (pass == 0)) order.push_back(s);
+    }
+  for (int s : order) {
+    const ScheduledSeq& item = batch.items[s];
+    const Sequence& seq = *item.seq;
+    const int end = item.num_computed + item.num_new;
+    if (end > max_model_len_) throw std::runtime_error("CUDA executor: position beyond max_model_len");
+    if (static_cast<size_t>((end + bs - 1) / bs) > seq.block_table.size())
+      throw std::runtime_error("CUDA executor: block table too short for the scheduled tokens");
+    for (int p = item.num_computed; p < end; ++p) {
+      in.token_ids.push_back(seq.tokens()[p]);
+      in.positions.push_back(p);
+      in.slot_mapping.push_back(seq.block_table[p / bs] * bs + p % bs);
+    }
+    in.kv_indices.insert(in.kv_indices.end(), seq.block_table.begin(), seq.block_table.end());
+    in.kv_indptr.push_back(static_cast<int32_t>(in.kv_indices.size()));
+    in.seq_lens.push_back(end);
+    if (item.num_new > 1) {
+      ++in.num_prefill;
+      in.q_indptr.push_back(static_cast<int32_t>(in.token_ids.size()));
+      in.max_q_len = std::max(in.max_q_len, item.num_new);
+    } else {
+      ++in.num_decode;
+      in.max_decode_len = std::max(in.max_decode_len, end);
+    }
+    if (item.samples()) {
+      in.sample_rows.push_back(static_cast<int32_t>(in.token_ids.size()) - 1);
+      in.sample_items.push_back(s);
+    }
+  }
+  in.num_prefill_rows = in.q_indptr.back();
+  if (in.num_decode > 0) in.plan = plan_decode(in.num_decode, cfg_.num_kv_heads, in.max_decode_len, num_sms_);
+  return in;
+}
+
+void CudaExecutor::gemm(const void* x_bf16, int rows, const void* w_bf16, int n, int k, float* y, float beta) {
+  // Row-major Y = X W^T is column-major Y^T = W^T X^T: W is k x n column-major (lda k), X is k x rows.
+  const float alpha = 1.0f;
+  check_cublas(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, n, rows, k, &alpha, w_bf16, CUDA_R_16BF, k, x_bf16,
+                            CUDA_R_16BF, k, &beta, y, CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx");
+}
+
+void CudaExecutor::run_layer(int l, const StepInputs& in, const int32_t* d) {
+  const int T = in.num_tokens(), H = cfg_.hidden_size, Q = cfg_.q_size(), KV = cfg_.kv_size();
+  const int I = cfg_.intermediate_size, d_head = cfg_.head_dim, ld = Q + 2 * KV;
+  const float eps = static_cast<float>(cfg_.rms_norm_eps);
+  const DeviceLayer& L = model_.layers[l];
+  float* x = x_.as<float>();
+  float* qkv = qkv_.as<float>();
+
+  cuda_check(launch_rms_norm(x, H, L.attn_norm.as<float>(), T, 1, H, eps, DType::kBF16, h16_.get(), H, stream_),
+             "rms_norm");
+  gemm(h16_.get(), T, L.w_qkv.get(), ld, H, qkv, 0.0f);
+  if (cfg_.qk_norm) {
+    cuda_check(launch_rms_norm(qkv, ld, L.q_norm.as<float>(), T, cfg_.num_heads, d_head, eps, DType::kFP32, qkv, ld,
+                               stream_),
+               "q_norm");
+    cuda_check(launch_rms_norm(qkv + Q, ld, L.k_norm.as<float>(), T, cfg_.num_kv_heads, d_head, eps, DType::kFP32,
+                               qkv + Q, ld, stream_),
+               "k_norm");
+  }
+  // q and k heads sit side by side at the start of each fused row: one call rotates both.
+  cuda_check(launch_rope(qkv, ld, T, cfg_.num_heads + cfg_.num_kv_heads, d_head, d + in.o_positions,
+                         model_.rope_cos.as<float>(), model_.rope_sin.as<float>(), stream_),
+             "rope");
+  cuda_check(launch_store_kv_cache(qkv + Q, qkv + Q + KV, ld, T, d + in.o_slots, layout_, k_cache_[l].get(),
+                                   v_cache_[l].get(), stream_),
+             "store_kv_cache");
+  cuda_check(launch_f32_to_bf16_rows(qkv, ld, T, Q, q16_.get(), Q, stream_), "q to bf16");
+
+  // Attention reads every key (context and the new tokens just stored) from the cache.
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d_head));
+  if (in.num_prefill > 0) {
+    PagedPrefillParams p;
+    p.dtype = DType::kBF16;
+    p.q = q16_.get();
+    p.out = attn16_.get();
+    p.q_indptr = d + in.o_q_indptr;
+    p.num_q_heads = cfg_.num_heads;
+    p.max_q_len = in.max_q_len;
+    p.k_cache = k_cache_[l].get();
+    p.v_cache = v_cache_[l].get();
+    p.layout = layout_;
+    p.table = PagedKvTable{d + in.o_kv_indptr, d + in.o_kv_indices, d + in.o_seq_lens, in.num_prefill};
+    p.scale = scale;
+    cuda_check(launch_paged_prefill_attention(p, stream_), "prefill attention");
+  }
+  if (in.num_decode > 0) {
+    const size_t row_off = bf16_rows(in.num_prefill_rows, Q);
+    PagedDecodeParams p;
+    p.dtype = DType::kBF16;
+    p.q = q16_.as<char>() + row_off;
+    p.out = attn16_.as<char>() + row_off;
+    p.num_q_heads = cfg_.num_heads;
+    p.k_cache = k_cache_[l].get();
+    p.v_cache = v_cache_[l].get();
+    p.layout = layout_;
+    // indptr values are absolute offsets into kv_indices, so the decode part of
+    // the CSR table is a suffix of indptr and seq_lens.
+    p.table = PagedKvTable{d + in.o_kv_indptr + in.num_prefill, d + in.o_kv_indices, d + in.o_seq_lens + in.num_prefill,
+                           in.num_decode};
+    p.scale = scale;
+    p.plan = in.plan;
+    p.workspace = decode_ws_.get();
+    cuda_check(launch_paged_decode_attention(p, stream_), "decode attention");
+  }
+
+  gemm(attn16_.get(), T, L.w_o.get(), H, Q, x, 1.0f);  // x += attn W_o^T
+  cuda_check(launch_rms_norm(x, H, L.mlp_norm.as<float>(), T, 1, H, eps, DType::kBF16, h16_.get(), H, stream_),
+             "rms_norm");
+  gemm(h16_.get(), T, L.w_gate_up.get(), 2 * I, H, gate_up_.as<float>(), 0.0f);
+  cuda_check(launch_silu_mul(gate_up_.as<float>(), T, I, act16_.get(), stream_), "silu_mul");
+  gemm(act16_.get(), T, L.w_down.get(), H, I, x, 1.0f);  // x += act W_down^T
+}
+
+StepResult CudaExecutor::execute(const Batch& batch) {
+  const auto t0 = std::chrono::steady_clock::now();
+  StepResult result;
+  result.tokens.assign(batch.num_seqs(), -1);
+  StepInputs in = flatten(batch);
+  const int T = in.num_tokens(), S = static_cast<int>(in.sample_rows.size());
+  const int H = cfg_.hidden_size, Q = cfg_.q_size(), KV = cfg_.kv_size(), V = cfg_.vocab_size;
+  last_num_sampled_ = 0;
+  if (T == 0) {
+    result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return result;
+  }
+
+  // One upload for every index array.
+  std::vector<int32_t> ints;
+  auto append = [&ints](const std::vector<int32_t>& v) {
+    const size_t off = ints.size();
+    ints.insert(ints.end(), v.begin(), v.end());
+    return off;
+  };
+  in.o_tokens = append(in.token_ids);
+  in.o_positions = append(in.positions);
+  in.o_slots = append(in.slot_mapping);
+  in.o_q_indptr = append(in.q_indptr);
+  in.o_kv_indptr = append(in.kv_indptr);
+  in.o_kv_indices = append(in.kv_indices);
+  in.o_seq_lens = append(in.seq_lens);
+  in.o_sample_rows = append(in.sample_rows);
+  ints_.resize(ints.size() * sizeof(int32_t));
+  // Pageable source: the call returns once `ints` is staged, so it may go out of scope.
+  cuda_check(cudaMemcpyAsync(ints_.get(), ints.data(), ints.size() * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
+             "upload step inputs");
+  const int32_t* d = ints_.as<int32_t>();
+
+  x_.resize(sizeof(float) * T * H);
+  h16_.resize(bf16_rows(T, H));
+  qkv_.resize(sizeof(float) * T * (Q + 2 * KV));
+  q16_.resize(bf16_rows(T, Q));
+  attn16_.resize(bf16_rows(T, Q));
+  gate_up_.resize(sizeof(float) * T * 2 * cfg_.intermediate_size);
+  act16_.resize(bf16_rows(T, cfg_.intermediate_size));
+  if (in.num_decode > 0)
+    decode_ws_.resize(std::max<size_t>(1, decode_workspace_bytes(in.plan, in.num_decode, cfg_.num_heads, cfg_.head_dim)));
+
+  cuda_check(launch_embedding_gather(model_.embed.get(), d + in.o_tokens, T, H, x_.as<float>(), stream_), "embedding");
+  for (int l = 0; l < cfg_.num_layers; ++l) run_layer(l, in, d);
+
+  if (S > 0) {  // logits only for the rows that sample
+    last_.resize(sizeof(float) * S * H);
+    last16_.resize(bf16_rows(S, H));
+    logits_.resize(sizeof(float) * static_cast<size_t>(S) * V);
+    tokens_.resize(sizeof(int32_t) * S);
+    cuda_check(launch_gather_rows(x_.as<float>(), d + in.o_sample_rows, S, H, last_.as<float>(), stream_), "gather");
+    cuda_check(launch_rms_norm(last_.as<float>(), H, model_.final_norm.as<float>(), S, 1, H,
+                               static_cast<float>(cfg_.rms_norm_eps), DType::kBF16, last16_.get(), H, stream_),
+               "final norm");
+    gemm(last16_.get(), S, model_.output_embedding(), V, H, logits_.as<float>(), 0.0f);
+    cuda_check(launch_argmax(logits_.as<float>(), S, V, tokens_.as<int32_t>(), stream_), "argmax");
+    std::vector<int32_t> greedy(S);
+    cuda_check(cudaMemcpyAsync(greedy.data(), tokens_.get(), sizeof(int32_t) * S, cudaMemcpyDeviceToHost, stream_),
+               "download tokens");
+    cuda_check(cudaStreamSynchronize(stream_), "step");
+    last_num_sampled_ = S;
+    std::vector<float> row;
+    for (int i = 0; i < S; ++i) {
+      const ScheduledSeq& item = batch.items[in.sample_items[i]];
+      const SamplingParams& sp = item.seq->request().sampling;
+      if (sp.temperature <= 0.0f) {
+        result.tokens[in.sample_items[i]] = greedy[i];
+        continue;
+      }
+      // Top-k / top-p on the host with the shared sampler: the same seeded draw as the CPU executor.
+      row.resize(V);
+      cuda_check(cudaMemcpy(row.data(), logits_.as<float>() + static_cast<size_t>(i) * V, sizeof(float) * V,
+                            cudaMemcpyDeviceToHost),
+                 "download logits");
+      result.tokens[in.sample_items[i]] = sample_token(row.data(), V, sp, item.seq->id(), item.seq->num_tokens());
+    }
+  }
+  cuda_check(cudaStreamSynchronize(stream_), "step");
+  result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+std::vector<float> CudaExecutor::last_logits() const {
+  return logits_.download<float>(static_cast<size_t>(last_num_sampled_) * cfg_.vocab_size);
+}
+
+}  // namespace testbed

@@ -1,0 +1,69 @@
+#include "engine/cuda/device_model.h"
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+
+#include "engine/model/cpu_ops.h"
+#include "engine/model/float16.h"
+
+namespace testbed {
+namespace {
+
+// Concatenates the rows of `parts` (same column count) into one bf16 matrix.
+DeviceBuffer upload_bf16(const std::vector<const Tensor*>& parts) {
+  std::vector<uint16_t> host;
+  for (const Tensor* t : parts) {
+    if (t->empty()) throw std::invalid_argument("CUDA executor: a weight tensor is empty");
+    host.reserve(host.size() + t->data.size());
+    for (float v : t->data) host.push_back(float_to_bf16(v));
+  }
+  DeviceBuffer buf;
+  buf.upload(host);
+  return buf;
+}
+
+DeviceBuffer upload_f32(const Tensor& t) {
+  DeviceBuffer buf;
+  buf.upload(t.data);
+  return buf;
+}
+
+}  // namespace
+
+DeviceModel upload_model(const ModelConfig& cfg, const LlamaWeights& w, int max_positions) {
+  DeviceModel m;
+  m.embed = upload_bf16({&w.embed});
+  if (!w.lm_head.empty()) m.lm_head = upload_bf16({&w.lm_head});
+  m.final_norm = upload_f32(w.final_norm);
+  m.layers.resize(cfg.num_layers);
+  for (int l = 0; l < cfg.num_layers; ++l) {
+    const LayerWeights& L = w.layers[l];
+    DeviceLayer& D = m.layers[l];
+    D.attn_norm = upload_f32(L.attn_norm);
+    D.w_qkv = upload_bf16({&L.wq, &L.wk, &L.wv});
+    if (cfg.qk_norm) {
+      D.q_norm = upload_f32(L.q_norm);
+      D.k_norm = upload_f32(L.k_norm);
+    }
+    D.w_o = upload_bf16({&L.wo});
+    D.mlp_norm = upload_f32(L.mlp_norm);
+    D.w_gate_up = upload_bf16({&L.w_gate, &L.w_up});
+    D.w_down = upload_bf16({&L.w_down});
+  }
+  // The same values as RopeTable: angles in double, rounded once to float.
+  const std::vector<double> inv = rope_inverse_frequencies(cfg);
+  const int half = cfg.head_dim / 2;
+  std::vector<float> cos_t(static_cast<size_t>(max_positions) * half), sin_t(cos_t.size());
+  for (int p = 0; p < max_positions; ++p)
+    for (int i = 0; i < half; ++i) {
+      const double angle = p * inv[i];
+      cos_t[static_cast<size_t>(p) * half + i] = static_cast<float>(std::cos(angle));
+      sin_t[static_cast<size_t>(p) * half + i] = static_cast<float>(std::sin(angle));
+    }
+  m.rope_cos.upload(cos_t);
+  m.rope_sin.upload(sin_t);
+  return m;
+}
+
+}  // namespace testbed

@@ -1,0 +1,38 @@
+// The model's weights on the device: projections in bf16 (q/k/v and gate/up
+// fused into one matrix each, so a layer runs four GEMMs), norms in fp32, and
+// the RoPE cos/sin tables built on the host with rope_inverse_frequencies, the
+// same numbers the CPU executor's RopeTable holds.
+#pragma once
+
+#include <vector>
+
+#include "engine/model/llama_weights.h"
+#include "engine/model/model_config.h"
+#include "kernels/common/device_buffer.h"
+
+namespace testbed {
+
+struct DeviceLayer {
+  DeviceBuffer attn_norm;   // [hidden] fp32
+  DeviceBuffer w_qkv;       // [q_size + 2 * kv_size, hidden] bf16 (rows: wq, wk, wv)
+  DeviceBuffer q_norm;      // [head_dim] fp32 (qk_norm models only)
+  DeviceBuffer k_norm;      // [head_dim] fp32
+  DeviceBuffer w_o;         // [hidden, q_size] bf16
+  DeviceBuffer mlp_norm;    // [hidden] fp32
+  DeviceBuffer w_gate_up;   // [2 * intermediate, hidden] bf16 (rows: gate, up)
+  DeviceBuffer w_down;      // [hidden, intermediate] bf16
+};
+
+struct DeviceModel {
+  DeviceBuffer embed;       // [vocab, hidden] bf16
+  DeviceBuffer lm_head;     // [vocab, hidden] bf16; empty when tied to embed
+  DeviceBuffer final_norm;  // [hidden] fp32
+  std::vector<DeviceLayer> layers;
+  DeviceBuffer rope_cos, rope_sin;  // [max_positions, head_dim / 2] fp32
+
+  const void* output_embedding() const { return lm_head.get() != nullptr ? lm_head.get() : embed.get(); }
+};
+
+DeviceModel upload_model(const ModelConfig& cfg, const LlamaWeights& w, int max_positions);
+
+}  // namespace testbed
