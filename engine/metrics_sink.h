@@ -22,6 +22,15 @@ struct StepRecord {
   int num_running = 0;  // after the step
 };
 
+// An instance's state, sampled at a fixed interval by the simulator.
+struct InstanceSample {
+  double t = 0.0;
+  int instance = 0;
+  double kv_usage = 0.0;
+  int num_waiting = 0;
+  int num_running = 0;
+};
+
 class MetricsSink {
  public:
   virtual ~MetricsSink() = default;
@@ -31,6 +40,7 @@ class MetricsSink {
   virtual void on_token(int /*instance*/, const Sequence& /*seq*/, double /*t*/, double /*gap_s*/) {}
   virtual void on_finish(int /*instance*/, const Sequence& /*seq*/, double /*t*/) {}
   virtual void on_kv_event(int /*instance*/, const KvEvent& /*event*/) {}
+  virtual void on_sample(const InstanceSample& /*sample*/) {}
 };
 
 }  // namespace testbed

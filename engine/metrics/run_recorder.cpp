@@ -16,6 +16,8 @@ void RunRecorder::on_arrival(int instance, const Sequence& seq, double t) {
 void RunRecorder::on_step(const StepRecord& step) {
   ++num_steps_;
   busy_s_ += step.duration_s;
+  if (static_cast<size_t>(step.instance) >= busy_by_instance_.size()) busy_by_instance_.resize(step.instance + 1, 0.0);
+  busy_by_instance_[step.instance] += step.duration_s;
   if (keep_steps_) steps_.push_back(step);
   for (MetricsSink* s : forwards_) s->on_step(step);
 }
@@ -52,6 +54,11 @@ void RunRecorder::on_kv_event(int instance, const KvEvent& event) {
   if (event.kind == KvEvent::Kind::BlockStored) ++num_blocks_stored_;
   if (event.kind == KvEvent::Kind::BlockRemoved) ++num_blocks_removed_;
   for (MetricsSink* s : forwards_) s->on_kv_event(instance, event);
+}
+
+void RunRecorder::on_sample(const InstanceSample& sample) {
+  samples_.push_back(sample);
+  for (MetricsSink* s : forwards_) s->on_sample(sample);
 }
 
 }  // namespace testbed

@@ -35,6 +35,7 @@ class RunRecorder : public MetricsSink {
   void on_token(int instance, const Sequence& seq, double t, double gap_s) override;
   void on_finish(int instance, const Sequence& seq, double t) override;
   void on_kv_event(int instance, const KvEvent& event) override;
+  void on_sample(const InstanceSample& sample) override;
 
   int64_t num_arrived() const { return num_arrived_; }
   int64_t num_finished() const { return static_cast<int64_t>(requests_.size()); }
@@ -43,6 +44,9 @@ class RunRecorder : public MetricsSink {
   const LogHistogram& itl() const { return itl_; }
   int64_t num_steps() const { return num_steps_; }
   double busy_s() const { return busy_s_; }  // sum of step durations, all instances
+  // Sum of step durations per instance (index = instance id).
+  const std::vector<double>& busy_by_instance() const { return busy_by_instance_; }
+  const std::vector<InstanceSample>& samples() const { return samples_; }
   int64_t num_blocks_stored() const { return num_blocks_stored_; }
   int64_t num_blocks_removed() const { return num_blocks_removed_; }
   // Output token ids of finished requests (keep_tokens only), in finish order.
@@ -54,6 +58,8 @@ class RunRecorder : public MetricsSink {
   std::vector<MetricsSink*> forwards_;
   std::vector<RequestRecord> requests_;
   std::vector<StepRecord> steps_;
+  std::vector<InstanceSample> samples_;
+  std::vector<double> busy_by_instance_;
   std::vector<std::vector<int32_t>> tokens_;
   std::vector<int64_t> token_owner_;
   LogHistogram itl_;

@@ -5,6 +5,8 @@
 #include "engine/config_error.h"
 #include "engine/cpu_executor.h"
 #include "engine/model/llama_weights.h"
+#include "sim/hardware_spec.h"
+#include "sim/roofline_cost_model.h"
 #include "sim/sim_executor.h"
 #if defined(TESTBED_HAVE_CUDA) && __has_include("engine/cuda/cuda_executor.h")
 #include "engine/cuda/cuda_executor.h"
@@ -19,11 +21,20 @@ RunSetup prepare_run(const RunConfig& config) {
   s.engine = config.engine;
   s.engine.max_model_len = config.model.max_model_len > 0 ? config.model.max_model_len : s.model.max_position_embeddings;
   require(s.engine.max_model_len > 0, "model.max_model_len", "must be positive");
-  if (config.executor.kind == "sim" || config.executor.timing == "cost_model")
-    s.cost_model = make_cost_model(config.cost_model, s.model);
+  // Files named by the cost model resolve like every other path of the config.
+  CostModelConfig cost = config.cost_model;
+  if (!cost.hardware.empty()) cost.hardware = config.resolve_path("cost_model.hardware", cost.hardware);
+  if (!cost.profile.empty() && cost.kind == "profiled") cost.profile = config.resolve_path("cost_model.profile", cost.profile);
+  if (config.executor.kind == "sim" || config.executor.timing == "cost_model") s.cost_model = make_cost_model(cost, s.model);
   s.num_blocks = config.engine.cache.num_blocks;
-  require(s.num_blocks > 0, "cache.num_blocks",
-          "must be set for this executor (only simulated GPUs derive it from memory)");
+  if (s.num_blocks == 0) {
+    // A simulated GPU: the KV cache gets the device memory the weights leave.
+    require(!cost.hardware.empty(), "cache.num_blocks",
+            "must be set, or derived from memory with cost_model.hardware (a hardware spec)");
+    const HardwareSpec hw = HardwareSpec::from_ini_file(cost.hardware);
+    s.num_blocks = kv_blocks_from_memory(hw, s.model, s.engine.cache.block_size, s.engine.cache.gpu_memory_fraction,
+                                         cost.tensor_parallel);
+  }
   if (config.model.weights != "dummy") config.resolve_path("model.weights", config.model.weights);
   return s;
 }

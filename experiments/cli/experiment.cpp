@@ -1,5 +1,6 @@
 #include "experiments/cli/experiment.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -7,8 +8,9 @@
 
 #include "engine/config_error.h"
 #include "engine/driver.h"
+#include "engine/metrics/fleet_metrics.h"
 #include "experiments/cli/progress_printer.h"
-#include "sim/simulated_driver.h"
+#include "sim/fleet.h"
 #include "traces/workload.h"
 
 namespace fs = std::filesystem;
@@ -32,9 +34,29 @@ std::string default_output_dir(const std::string& config_path) {
   return (fs::path("results") / fs::path(config_path).stem()).string();
 }
 
+namespace {
+
+// Marginal prefill time per token on one instance, asked of the cost model
+// (0 when the run has none): (t(2N) - t(N)) / N for an N-token prompt chunk.
+double prefill_seconds_per_token(const CostModel* cost_model) {
+  if (!cost_model) return 0.0;
+  auto predict = [&](int n) {
+    Request r;
+    r.prompt.assign(n, 1);
+    Sequence seq(std::move(r));
+    Batch b;
+    b.items.push_back({&seq, 0, n});
+    b.num_prefill_tokens = n;
+    return cost_model->predict(b);
+  };
+  const int n = 1024;
+  return std::max(0.0, (predict(2 * n) - predict(n)) / n);
+}
+
+}  // namespace
+
 ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup, std::unique_ptr<Executor> executor,
                                 const std::string& mode_override) {
-  if (!executor) executor = make_executor(config, setup);
   WorkloadContext context;
   context.vocab_size = setup.model.vocab_size;
   context.sampling = config.sampling;
@@ -43,23 +65,43 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup, 
   ExperimentResult result;
   result.recorder = std::make_unique<RunRecorder>(config.output.steps, config.output.tokens);
   result.mode = mode_override.empty() ? config.driver_mode() : mode_override;
-  result.executor = executor->name();
-  Engine engine(0, setup.engine, setup.num_blocks, std::move(executor), result.recorder.get());
+  const int n = config.fleet.num_instances;
+  std::vector<std::unique_ptr<Engine>> engines;
+  for (int i = 0; i < n; ++i) {
+    std::unique_ptr<Executor> exec = (i == 0 && executor) ? std::move(executor) : make_executor(config, setup);
+    if (i == 0) result.executor = exec->name();
+    engines.push_back(std::make_unique<Engine>(i, setup.engine, setup.num_blocks, std::move(exec), result.recorder.get()));
+  }
   ProgressPrinter printer(config.driver.progress);
   ProgressFn progress = [&](int64_t done, int64_t total) { printer.update(done, total); };
   const auto wall0 = std::chrono::steady_clock::now();
   if (result.mode == "offline") {
-    run_offline(engine, *source, progress);
+    run_offline(*engines[0], *source, progress);
   } else if (result.mode == "realtime") {
-    run_realtime(engine, *source, progress);
+    run_realtime(*engines[0], *source, progress);
   } else {
-    const SimulationStats stats = run_simulated(engine, *source, progress);
+    RouterSetup router;
+    router.config = config.router;
+    router.num_instances = n;
+    router.blocks_per_instance = setup.num_blocks;
+    std::vector<Engine*> raw;
+    for (auto& e : engines) raw.push_back(e.get());
+    Fleet fleet(raw, make_router(router), config.fleet.sample_interval_s, result.recorder.get());
+    const SimulationStats stats = fleet.run(*source, progress);
     result.simulated_s = stats.simulated_s;
     result.num_events = stats.num_events;
   }
   printer.done();
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  result.summary = summarize(*result.recorder, 1, config.slo);
+  result.summary = summarize(*result.recorder, n, config.slo);
+  FleetCostFacts facts;
+  facts.num_instances = n;
+  facts.gpus_per_instance = config.cost_model.tensor_parallel;
+  facts.flops_per_prompt_token = 2.0 * static_cast<double>(setup.model.num_params());
+  facts.prefill_s_per_token = prefill_seconds_per_token(setup.cost_model.get());
+  facts.requests_per_day = config.requests_per_day;
+  add_fleet_metrics(*result.recorder, facts, result.summary);
+  result.num_instances = n;
   return result;
 }
 
@@ -71,6 +113,7 @@ void write_run_files(const std::string& dir, const RunConfig& config, const Opti
   if (config.output.steps) file.write_steps(result.recorder->steps());
   if (config.output.tokens) file.write_tokens(result.recorder->output_token_ids(), result.recorder->output_tokens());
   file.write_summary(result.summary);
+  write_fleet_tables(file, *result.recorder, result.num_instances, result.summary.get("duration_s"));
   file.write_config(table.resolved());
   file.set_attr("run", "wall_s", result.wall_s);
   file.set_attr("run", "simulated_s", result.simulated_s);

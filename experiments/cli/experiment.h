@@ -21,6 +21,7 @@ struct ExperimentResult {
   double wall_s = 0.0;       // wall-clock time of the run
   double simulated_s = 0.0;  // simulated time (simulated mode)
   int64_t num_events = 0;    // simulated mode
+  int num_instances = 1;
   std::string executor, mode;
 };
 

@@ -51,6 +51,10 @@ void RunConfig::bind(OptionTable& t) {
   t.add("cost_model.decode_seq_s", &m.decode_seq_s, "linear: cost per decoding sequence");
   t.add("cost_model.context_token_s", &m.context_token_s, "linear: cost per context token attended");
 
+  fleet.bind(t);
+  router.bind(t);
+  t.add("metrics.requests_per_day", &requests_per_day, "request rate the per-day GPU-hour figures assume");
+
   t.add("slo.ttft_s", &slo.ttft_s, "TTFT target for goodput (0: none)");
   t.add("slo.tpot_s", &slo.tpot_s, "TPOT target for goodput (0: none)");
 
@@ -87,6 +91,11 @@ void RunConfig::validate() const {
   workload.validate();
   if (executor.kind == "sim" || executor.timing == "cost_model") cost_model.validate();
   slo.validate();
+  fleet.validate();
+  router.validate();
+  require(requests_per_day > 0, "metrics.requests_per_day", "must be positive");
+  require(fleet.num_instances == 1 || mode == "simulated", "fleet.num_instances",
+          "fleets of several instances run in the simulator (driver.mode = simulated)");
 }
 
 std::string RunConfig::resolve_path(const std::string& key, const std::string& path) const {

@@ -11,6 +11,8 @@
 #include "engine/request.h"
 #include "experiments/cli/option_table.h"
 #include "sim/cost_model.h"
+#include "sim/fleet.h"
+#include "sim/router.h"
 #include "traces/workload.h"
 
 namespace testbed {
@@ -48,6 +50,9 @@ struct RunConfig {
   CostModelConfig cost_model;
   SloConfig slo;
   OutputSection output;
+  FleetConfig fleet;
+  RouterConfig router;
+  double requests_per_day = 1e6;  // metrics.requests_per_day: the rate per-day figures assume
 
   std::string config_path;  // the INI file it was read from
   std::string config_dir;   // its directory, for relative paths

@@ -1,0 +1,54 @@
+// Router-side views of which instance caches which prefix blocks.
+//
+// PrefixIndex maps a block hash to the instances holding it. The precise
+// routers build it only from the instances' KvEvents (stores and evictions, as
+// llm-d's precise scorer consumes vLLM's events), so it forgets what was
+// evicted. The approximate routers fill it with what they routed, bounded by
+// an LRU per instance (RoutedBlocksLru), and never hear of evictions (as the
+// Gateway API Inference Extension's approximate scorer and SGLang's router tree).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/kv_event.h"
+#include "sim/instance_set.h"
+
+namespace testbed {
+
+class PrefixIndex {
+ public:
+  explicit PrefixIndex(int num_instances) : num_instances_(num_instances) {}
+  void add(uint64_t hash, int instance);
+  void remove(uint64_t hash, int instance);
+  void clear_instance(int instance);
+  void apply(int instance, const KvEvent& event);
+  // Longest run of leading `hashes` each instance holds, in blocks; out[i] for instance i.
+  void match(const std::vector<uint64_t>& hashes, std::vector<int>& out) const;
+  size_t size() const { return index_.size(); }
+
+ private:
+  int num_instances_;
+  std::unordered_map<uint64_t, InstanceSet> index_;
+};
+
+// What a router sent to each instance, at most `capacity` blocks per instance
+// (least recently routed forgotten first), mirrored into a PrefixIndex.
+class RoutedBlocksLru {
+ public:
+  RoutedBlocksLru(int num_instances, int64_t capacity_blocks);
+  void record(int instance, const std::vector<uint64_t>& hashes);
+  const PrefixIndex& index() const { return index_; }
+  int64_t size(int instance) const { return static_cast<int64_t>(lru_[instance].size()); }
+
+ private:
+  int64_t capacity_;
+  PrefixIndex index_;
+  std::vector<std::list<uint64_t>> lru_;  // front = most recent
+  std::vector<std::unordered_map<uint64_t, std::list<uint64_t>::iterator>> where_;
+};
+
+}  // namespace testbed

@@ -1,0 +1,41 @@
+// prefix_approx: the instance it sent the longest matching prefix to, from a
+// router-side index of what it routed (LRU-bounded per instance), hearing no
+// events: the Gateway API Inference Extension's approximate prefix scorer. It
+// keeps believing in prefixes the instance has already evicted.
+#include "sim/prefix_index.h"
+#include "sim/router.h"
+
+namespace testbed {
+namespace {
+
+class PrefixApproxRouter : public Router {
+ public:
+  PrefixApproxRouter(int n, int64_t capacity) : n_(n), routed_(n, capacity) {}
+
+  bool needs_block_hashes() const override { return true; }
+  int route(const RoutingContext& ctx) override {
+    routed_.index().match(ctx.block_hashes, matched_);
+    int best_match = 0;
+    for (int m : matched_) best_match = std::max(best_match, m);
+    std::vector<InstanceLoad> candidates = ctx.loads;
+    for (int i = 0; i < n_; ++i)
+      if (matched_[i] != best_match) candidates[i].num_waiting = 1 << 30;
+    const int chosen = least_loaded_instance(candidates, next_++ % n_);
+    routed_.record(chosen, ctx.block_hashes);
+    return chosen;
+  }
+
+ private:
+  int n_;
+  RoutedBlocksLru routed_;
+  std::vector<int> matched_;
+  uint64_t next_ = 0;
+};
+
+TESTBED_REGISTER(RouterRegistry, "prefix_approx", [](const RouterSetup& s) {
+  const int64_t cap = s.config.approx_capacity_blocks > 0 ? s.config.approx_capacity_blocks : s.blocks_per_instance;
+  return std::make_unique<PrefixApproxRouter>(s.num_instances, cap);
+});
+
+}  // namespace
+}  // namespace testbed

@@ -1,0 +1,39 @@
+// prefix_precise: the instance holding the longest cached prefix of the
+// request, known exactly from the instances' KvEvents (stores and evictions),
+// as llm-d's precise prefix-cache scorer learns it from vLLM's event stream.
+// Ties (including "nobody has it") go to the least loaded instance.
+#include "sim/prefix_index.h"
+#include "sim/router.h"
+
+namespace testbed {
+namespace {
+
+class PrefixPreciseRouter : public Router {
+ public:
+  explicit PrefixPreciseRouter(int n) : n_(n), index_(n) {}
+  bool wants_kv_events() const override { return true; }
+  void on_kv_event(int instance, const KvEvent& e) override { index_.apply(instance, e); }
+
+  bool needs_block_hashes() const override { return true; }
+  int route(const RoutingContext& ctx) override {
+    index_.match(ctx.block_hashes, matched_);
+    int best_match = 0;
+    for (int m : matched_) best_match = std::max(best_match, m);
+    std::vector<InstanceLoad> candidates = ctx.loads;
+    for (int i = 0; i < n_; ++i)
+      if (matched_[i] != best_match) candidates[i].num_waiting = 1 << 30;  // out of the running
+    return least_loaded_instance(candidates, next_++ % n_);
+  }
+
+ private:
+  int n_;
+  PrefixIndex index_;
+  std::vector<int> matched_;
+  uint64_t next_ = 0;
+};
+
+TESTBED_REGISTER(RouterRegistry, "prefix_precise",
+                 [](const RouterSetup& s) { return std::make_unique<PrefixPreciseRouter>(s.num_instances); });
+
+}  // namespace
+}  // namespace testbed

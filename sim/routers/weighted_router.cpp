@@ -1,0 +1,60 @@
+// weighted: llm-d's scoring scheduler. Each instance scores
+//   weight_prefix * (cached prefix blocks / prompt blocks)    (precise, from KvEvents)
+// + weight_queue  * (max_queue - queue) / (max_queue - min_queue)
+// + weight_kv     * (1 - KV usage)
+// and the highest score wins (defaults 3, 2, 2 as llm-d ships; ties rotate).
+// "queue" is the requests waiting in the instance's scheduler.
+#include <algorithm>
+
+#include "sim/prefix_index.h"
+#include "sim/router.h"
+
+namespace testbed {
+namespace {
+
+class WeightedRouter : public Router {
+ public:
+  WeightedRouter(int n, const RouterConfig& c) : n_(n), c_(c), index_(n) {}
+  bool wants_kv_events() const override { return true; }
+  void on_kv_event(int instance, const KvEvent& e) override { index_.apply(instance, e); }
+
+  bool needs_block_hashes() const override { return true; }
+  int route(const RoutingContext& ctx) override {
+    index_.match(ctx.block_hashes, matched_);
+    int qmin = 1 << 30, qmax = 0;
+    for (const InstanceLoad& l : ctx.loads) {
+      qmin = std::min(qmin, l.num_waiting);
+      qmax = std::max(qmax, l.num_waiting);
+    }
+    const double blocks = std::max<size_t>(ctx.block_hashes.size(), 1);
+    const int start = static_cast<int>(next_++ % n_);
+    int best = -1;
+    double best_score = 0;
+    for (int k = 0; k < n_; ++k) {
+      const int i = (start + k) % n_;
+      const InstanceLoad& l = ctx.loads[i];
+      const double prefix = matched_[i] / blocks;
+      const double queue = qmax > qmin ? static_cast<double>(qmax - l.num_waiting) / (qmax - qmin) : 1.0;
+      const double kv = 1.0 - l.kv_usage;
+      const double score = c_.weight_prefix * prefix + c_.weight_queue * queue + c_.weight_kv * kv;
+      if (best < 0 || score > best_score) {
+        best = i;
+        best_score = score;
+      }
+    }
+    return best;
+  }
+
+ private:
+  int n_;
+  RouterConfig c_;
+  PrefixIndex index_;
+  std::vector<int> matched_;
+  uint64_t next_ = 0;
+};
+
+TESTBED_REGISTER(RouterRegistry, "weighted",
+                 [](const RouterSetup& s) { return std::make_unique<WeightedRouter>(s.num_instances, s.config); });
+
+}  // namespace
+}  // namespace testbed

@@ -1,0 +1,199 @@
+// Routers, each on synthetic routing contexts: the prefix routers pick the
+// instance holding the prefix; prefix_precise forgets an evicted prefix while
+// prefix_approx does not; cache_aware falls back to the shortest queue under
+// imbalance; weighted trades prefix against load as its weights say.
+#include <catch2/catch.hpp>
+
+#include "engine/block_hash.h"
+#include "sim/prefix_index.h"
+#include "sim/router.h"
+
+using namespace testbed;
+
+namespace {
+
+std::vector<uint64_t> hashes_of(int first_token, int num_blocks) {
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < num_blocks * 16; ++i) tokens.push_back(first_token + i);
+  std::vector<uint64_t> h;
+  extend_block_hashes(h, tokens, 16, 0);
+  return h;
+}
+
+std::unique_ptr<Router> router(const std::string& type, int n = 4, int blocks = 1000) {
+  RouterSetup s;
+  s.config.type = type;
+  s.num_instances = n;
+  s.blocks_per_instance = blocks;
+  return make_router(s);
+}
+
+void store(Router& r, int instance, const std::vector<uint64_t>& hashes) {
+  for (uint64_t h : hashes) r.on_kv_event(instance, KvEvent{KvEvent::Kind::BlockStored, h, 0, 16});
+}
+
+int route(Router& r, const std::vector<uint64_t>& hashes, const std::vector<InstanceLoad>& loads) {
+  Request req;
+  return r.route(RoutingContext{req, hashes, loads});
+}
+
+}  // namespace
+
+TEST_CASE("PrefixIndex finds the longest cached chain per instance", "[router]") {
+  PrefixIndex index(3);
+  const auto h = hashes_of(0, 5);
+  for (int b = 0; b < 5; ++b) index.add(h[b], 0);
+  for (int b = 0; b < 2; ++b) index.add(h[b], 1);
+  index.add(h[1], 2);  // a later block without the head is no match
+  std::vector<int> m;
+  index.match(h, m);
+  CHECK(m == std::vector<int>{5, 2, 0});
+  index.remove(h[0], 0);
+  index.match(h, m);
+  CHECK(m == std::vector<int>{0, 2, 0});
+  index.clear_instance(1);
+  index.match(h, m);
+  CHECK(m == std::vector<int>{0, 0, 0});
+}
+
+TEST_CASE("round_robin and random spread requests over every instance", "[router]") {
+  std::vector<InstanceLoad> loads(4);
+  const auto h = hashes_of(0, 2);
+  auto rr = router("round_robin");
+  for (int k = 0; k < 8; ++k) CHECK(route(*rr, h, loads) == k % 4);
+  auto rnd = router("random");
+  std::vector<int> count(4, 0);
+  for (int k = 0; k < 4000; ++k) ++count[route(*rnd, h, loads)];
+  for (int c : count) CHECK(c == Approx(1000).margin(120));
+}
+
+TEST_CASE("least_loaded picks the fewest requests then the lowest KV usage", "[router]") {
+  std::vector<InstanceLoad> loads(4);
+  loads[0].num_running = 5;
+  loads[1].num_waiting = 3;
+  loads[2].num_running = 2;
+  loads[2].kv_usage = 0.9;
+  loads[3].num_running = 2;
+  loads[3].kv_usage = 0.1;
+  auto r = router("least_loaded");
+  CHECK(route(*r, hashes_of(0, 2), loads) == 3);
+}
+
+TEST_CASE("prefix routers pick the instance holding the prefix", "[router]") {
+  const auto prefix = hashes_of(100, 8);
+  std::vector<InstanceLoad> loads(4);
+  loads[2].num_running = 3;  // the holder is a little busier: the cache still wins
+  for (const std::string type : {"prefix_precise", "weighted"}) {
+    auto r = router(type);
+    store(*r, 2, prefix);
+    INFO(type);
+    CHECK(route(*r, prefix, loads) == 2);
+    CHECK(route(*r, hashes_of(5000, 8), loads) != 2);  // an unknown prefix goes elsewhere
+  }
+  for (const std::string type : {"prefix_approx", "cache_aware"}) {
+    auto r = router(type);
+    const int first = route(*r, prefix, loads);  // learns from its own decision
+    INFO(type);
+    for (int k = 0; k < 5; ++k) CHECK(route(*r, prefix, loads) == first);
+  }
+}
+
+TEST_CASE("prefix_precise forgets an evicted prefix and prefix_approx does not", "[router]") {
+  const auto prefix = hashes_of(100, 8);
+  std::vector<InstanceLoad> loads(4);
+  auto precise = router("prefix_precise");
+  store(*precise, 1, prefix);
+  CHECK(route(*precise, prefix, loads) == 1);
+  precise->on_kv_event(1, KvEvent{KvEvent::Kind::BlockRemoved, prefix[0], 0, 0});  // head evicted
+  loads[1].num_running = 1;  // now merely busier
+  CHECK(route(*precise, prefix, loads) != 1);
+
+  auto approx = router("prefix_approx");
+  std::vector<InstanceLoad> idle(4);
+  const int chosen = route(*approx, prefix, idle);
+  // The instance evicts it, but the approximate router hears nothing.
+  std::vector<InstanceLoad> busier = idle;
+  busier[chosen].num_running = 1;
+  CHECK(route(*approx, prefix, busier) == chosen);
+}
+
+TEST_CASE("prefix_approx forgets the least recently routed blocks beyond its capacity", "[router]") {
+  const auto a = hashes_of(0, 8), b = hashes_of(9000, 8);
+  RoutedBlocksLru lru(1, 8);
+  lru.record(0, a);
+  lru.record(0, b);  // capacity 8: b pushes a out
+  std::vector<int> m;
+  lru.index().match(a, m);
+  CHECK(m[0] == 0);
+  lru.index().match(b, m);
+  CHECK(m[0] == 8);
+  RoutedBlocksLru partial(1, 10);
+  partial.record(0, a);
+  partial.record(0, hashes_of(9000, 4));  // 12 blocks routed: a's tail goes first, its head stays
+  partial.index().match(a, m);
+  CHECK(m[0] == 6);
+
+  RouterSetup s;
+  s.config.type = "prefix_approx";
+  s.config.approx_capacity_blocks = 8;
+  s.num_instances = 2;
+  auto r = make_router(s);
+  std::vector<InstanceLoad> loads(2);
+  const int ia = route(*r, a, loads);
+  loads[ia].num_running = 1;
+  CHECK(route(*r, a, loads) == ia);  // remembered despite the load
+}
+
+TEST_CASE("cache_aware falls back to the shortest queue under imbalance", "[router]") {
+  RouterSetup s;
+  s.config.type = "cache_aware";
+  s.config.balance_abs_threshold = 4;
+  s.config.balance_rel_threshold = 1.5;
+  s.num_instances = 3;
+  s.blocks_per_instance = 1000;
+  auto r = make_router(s);
+  const auto prefix = hashes_of(7, 6);
+  std::vector<InstanceLoad> loads(3);
+  const int home = route(*r, prefix, loads);
+  CHECK(route(*r, prefix, loads) == home);  // balanced: the cache wins
+  loads[home].num_running = 10;             // 10 - 0 > 4 and 10 > 0 * 1.5: imbalanced
+  loads[(home + 1) % 3].num_running = 1;
+  const int fallback = route(*r, prefix, loads);
+  CHECK(fallback == (home + 2) % 3);        // the shortest queue
+  loads[(home + 1) % 3].num_running = 8;
+  loads[(home + 2) % 3].num_running = 8;    // 10 vs 8: a gap of 2 <= 4 is balanced again
+  CHECK(route(*r, prefix, loads) == home);
+}
+
+TEST_CASE("cache_aware sends unmatched prompts to the smallest tree", "[router]") {
+  RouterSetup s;
+  s.config.type = "cache_aware";
+  s.num_instances = 2;
+  s.blocks_per_instance = 1000;
+  auto r = make_router(s);
+  std::vector<InstanceLoad> loads(2);
+  const int first = route(*r, hashes_of(0, 10), loads);
+  CHECK(route(*r, hashes_of(50000, 2), loads) != first);  // the other tree is empty
+}
+
+TEST_CASE("weighted trades prefix hits against queue depth as its weights say", "[router]") {
+  const auto prefix = hashes_of(100, 4);
+  std::vector<InstanceLoad> loads(2);
+  loads[0].num_waiting = 10;  // holder of the prefix, with the longest queue
+  RouterSetup s;
+  s.config.type = "weighted";
+  s.num_instances = 2;
+  auto prefix_heavy = make_router(s);  // 3 * 1 + 2 * 0 + 2 * 1 = 5 > 0 + 2 * 1 + 2 * 1 = 4
+  store(*prefix_heavy, 0, prefix);
+  CHECK(route(*prefix_heavy, prefix, loads) == 0);
+  s.config.weight_prefix = 1.0;  // 1 + 0 + 2 = 3 < 4: the queue wins
+  auto queue_heavy = make_router(s);
+  store(*queue_heavy, 0, prefix);
+  CHECK(route(*queue_heavy, prefix, loads) == 1);
+}
+
+TEST_CASE("an unknown router type names the key", "[router]") {
+  RouterSetup s;
+  s.config.type = "telepathic";
+  CHECK_THROWS_WITH(make_router(s), Catch::Contains("router.type") && Catch::Contains("telepathic"));
+}
