@@ -3,10 +3,7 @@
 // kernels and cuBLAS bf16 GEMMs. The residual stream and every GEMM output stay
 // in fp32; GEMM inputs, weights and the KV cache are bf16. The residual adds
 // are the GEMM epilogue (beta = 1 into x).
-//
-// Rows are ordered with the multi-token items (prefill chunks) first and the
-// one-token items (decodes) after them, so the paged prefill kernel takes rows
-// [0, P) and the split-K decode kernel rows [P, T) of the same q / out buffers.
+// The batch is flattened on the host by flatten_batch (step_inputs.h).
 #include "engine/cuda/cuda_executor_impl.h"
 
 #include <algorithm>
@@ -51,21 +48,6 @@ std::unique_ptr<Executor> make_cuda_executor(const ModelConfig& cfg, const Llama
   return std::make_unique<CudaExecutor>(cfg, weights, num_blocks, block_size, max_model_len);
 }
 
-// The batch flattened on the host, and where each array sits in the one
-// int32 upload (offsets in elements).
-struct CudaExecutor::StepInputs {
-  std::vector<int32_t> token_ids, positions, slot_mapping;  // [T]
-  std::vector<int32_t> q_indptr{0};                         // [num_prefill + 1], rows of prefill items
-  std::vector<int32_t> kv_indptr{0}, kv_indices, seq_lens;  // CSR over all items, prefill first
-  std::vector<int32_t> sample_rows;                         // [S] row of each sampling item's last token
-  std::vector<int> sample_items;                            // [S] its batch item
-  int num_prefill = 0, num_decode = 0, num_prefill_rows = 0, max_q_len = 0, max_decode_len = 0;
-  size_t o_tokens = 0, o_positions = 0, o_slots = 0, o_q_indptr = 0, o_kv_indptr = 0, o_kv_indices = 0,
-         o_seq_lens = 0, o_sample_rows = 0;
-  DecodePlan plan;
-  int num_tokens() const { return static_cast<int>(token_ids.size()); }
-};
-
 CudaExecutor::CudaExecutor(const ModelConfig& cfg, const LlamaWeights& weights, int num_blocks, int block_size,
                            int max_model_len)
     : cfg_(cfg), max_model_len_(max_model_len) {
@@ -101,49 +83,6 @@ CudaExecutor::~CudaExecutor() {
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
   if (cublas_ != nullptr) cublasDestroy(cublas_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
-}
-
-CudaExecutor::StepInputs CudaExecutor::flatten(const Batch& batch) const {
-  StepInputs in;
-  const int bs = layout_.block_size;
-  // Prefill chunks first, then one-token items, each group in batch order.
-  std::vector<int> order;
-  for (int pass = 0; pass < 2; ++pass)
-    for (int s = 0; s < batch.num_seqs(); ++s) {
-      const int n = batch.items[s].num_new;
-      if (n > 0 && (n > 1) == (pass == 0)) order.push_back(s);
-    }
-  for (int s : order) {
-    const ScheduledSeq& item = batch.items[s];
-    const Sequence& seq = *item.seq;
-    const int end = item.num_computed + item.num_new;
-    if (end > max_model_len_) throw std::runtime_error("CUDA executor: position beyond max_model_len");
-    if (static_cast<size_t>((end + bs - 1) / bs) > seq.block_table.size())
-      throw std::runtime_error("CUDA executor: block table too short for the scheduled tokens");
-    for (int p = item.num_computed; p < end; ++p) {
-      in.token_ids.push_back(seq.tokens()[p]);
-      in.positions.push_back(p);
-      in.slot_mapping.push_back(seq.block_table[p / bs] * bs + p % bs);
-    }
-    in.kv_indices.insert(in.kv_indices.end(), seq.block_table.begin(), seq.block_table.end());
-    in.kv_indptr.push_back(static_cast<int32_t>(in.kv_indices.size()));
-    in.seq_lens.push_back(end);
-    if (item.num_new > 1) {
-      ++in.num_prefill;
-      in.q_indptr.push_back(static_cast<int32_t>(in.token_ids.size()));
-      in.max_q_len = std::max(in.max_q_len, item.num_new);
-    } else {
-      ++in.num_decode;
-      in.max_decode_len = std::max(in.max_decode_len, end);
-    }
-    if (item.samples()) {
-      in.sample_rows.push_back(static_cast<int32_t>(in.token_ids.size()) - 1);
-      in.sample_items.push_back(s);
-    }
-  }
-  in.num_prefill_rows = in.q_indptr.back();
-  if (in.num_decode > 0) in.plan = plan_decode(in.num_decode, cfg_.num_kv_heads, in.max_decode_len, num_sms_);
-  return in;
 }
 
 void CudaExecutor::gemm(const void* x_bf16, int rows, const void* w_bf16, int n, int k, float* y, float beta) {
@@ -231,7 +170,7 @@ StepResult CudaExecutor::execute(const Batch& batch) {
   const auto t0 = std::chrono::steady_clock::now();
   StepResult result;
   result.tokens.assign(batch.num_seqs(), -1);
-  StepInputs in = flatten(batch);
+  StepInputs in = flatten_batch(batch, layout_.block_size, max_model_len_, cfg_.num_kv_heads, num_sms_);
   const int T = in.num_tokens(), S = static_cast<int>(in.sample_rows.size());
   const int H = cfg_.hidden_size, Q = cfg_.q_size(), KV = cfg_.kv_size(), V = cfg_.vocab_size;
   last_num_sampled_ = 0;
@@ -241,22 +180,8 @@ StepResult CudaExecutor::execute(const Batch& batch) {
   }
 
   // One upload for every index array.
-  std::vector<int32_t> ints;
-  auto append = [&ints](const std::vector<int32_t>& v) {
-    const size_t off = ints.size();
-    ints.insert(ints.end(), v.begin(), v.end());
-    return off;
-  };
-  in.o_tokens = append(in.token_ids);
-  in.o_positions = append(in.positions);
-  in.o_slots = append(in.slot_mapping);
-  in.o_q_indptr = append(in.q_indptr);
-  in.o_kv_indptr = append(in.kv_indptr);
-  in.o_kv_indices = append(in.kv_indices);
-  in.o_seq_lens = append(in.seq_lens);
-  in.o_sample_rows = append(in.sample_rows);
+  const std::vector<int32_t> ints = in.pack();
   ints_.resize(ints.size() * sizeof(int32_t));
-  // Pageable source: the call returns once `ints` is staged, so it may go out of scope.
   cuda_check(cudaMemcpyAsync(ints_.get(), ints.data(), ints.size() * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
              "upload step inputs");
   const int32_t* d = ints_.as<int32_t>();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/cuda/device_model.h"
+#include "engine/cuda/step_inputs.h"
 #include "engine/executor.h"
 #include "engine/kv_layout.h"
 #include "engine/model/llama_weights.h"
@@ -33,8 +34,6 @@ class CudaExecutor : public Executor {
   const KvLayout& layout() const { return layout_; }
 
  private:
-  struct StepInputs;
-  StepInputs flatten(const Batch& batch) const;
   // y[rows, n] = x[rows, k] * w[n, k]^T + beta * y: bf16 inputs, fp32 output and accumulation.
   void gemm(const void* x_bf16, int rows, const void* w_bf16, int n, int k, float* y, float beta);
   void run_layer(int layer, const StepInputs& in, const int32_t* dev_ints);
