@@ -3,7 +3,7 @@
 //   gamma:    gamma gaps of shape k (CV^2 = 1/k), the burstiness knob of BurstGPT
 //             and vLLM's benchmark (k < 1: bursts; k = 1: Poisson);
 //   constant: equal gaps.
-// Rate 0 puts every arrival at t = 0.
+// Rate 0 puts every arrival at t = 0. The first arrival is at t = 0.
 #pragma once
 
 #include <string>
@@ -14,7 +14,9 @@ namespace testbed {
 
 class ArrivalProcess {
  public:
-  ArrivalProcess(const std::string& kind, double rate, double burstiness, uint64_t seed);
+  // `key` names the config key of `kind` in errors (workload.arrival, trace.arrivals).
+  ArrivalProcess(const std::string& kind, double rate, double burstiness, uint64_t seed,
+                 const std::string& key = "workload.arrival");
   double next();  // arrival time of the next request
 
  private:

@@ -1,0 +1,77 @@
+// Helpers for the trace and workload tests: a scratch directory, small files,
+// and draining a RequestSource.
+#pragma once
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "engine/config_error.h"
+#include "traces/workload.h"
+
+namespace testbed::test {
+
+// A fresh directory under the system temp dir, removed when the test ends.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& name)
+      : path_(std::filesystem::temp_directory_path() / ("testbed_traces_" + std::to_string(::getpid()) + "_" + name)) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  // Writes `content` to a file in the directory and returns its path.
+  std::string write(const std::string& file, const std::string& content) const {
+    const auto p = path_ / file;
+    std::ofstream(p, std::ios::binary) << content;
+    return p.string();
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline WorkloadConfig trace_config(const std::string& format, const std::string& path) {
+  WorkloadConfig c;
+  c.kind = "trace";
+  c.trace.format = format;
+  c.trace.path = path;
+  return c;
+}
+
+inline std::vector<Request> drain(const WorkloadConfig& c, int vocab_size = 32000) {
+  WorkloadContext ctx;
+  ctx.vocab_size = vocab_size;
+  auto source = make_workload(c, ctx);
+  std::vector<Request> out;
+  while (auto r = source->next()) out.push_back(std::move(*r));
+  return out;
+}
+
+// The message of the ConfigError that `f` throws ("" if none; other exceptions propagate).
+template <class F>
+std::string config_error_of(F&& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The shared public traces (../shared/traces from the repo root), or "" when absent.
+inline std::string shared_trace(const std::string& file) {
+  for (const char* dir : {"../shared/traces/", "/work/shared/traces/"}) {
+    const std::string p = std::string(dir) + file;
+    if (std::filesystem::exists(p)) return p;
+  }
+  return "";
+}
+
+}  // namespace testbed::test
