@@ -64,6 +64,7 @@ CudaExecutor::CudaExecutor(const ModelConfig& cfg, const LlamaWeights& weights, 
   int device = 0;
   cuda_check(cudaGetDevice(&device), "cudaGetDevice");
   cuda_check(cudaDeviceGetAttribute(&num_sms_, cudaDevAttrMultiProcessorCount, device), "SM count");
+  decode_ctas_per_sm_ = decode_ctas_per_sm(DType::kBF16, cfg.head_dim, cfg.num_heads / cfg.num_kv_heads);
   cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   check_cublas(cublasCreate(&cublas_), "cublasCreate");
   check_cublas(cublasSetStream(cublas_, stream_), "cublasSetStream");
@@ -170,7 +171,8 @@ StepResult CudaExecutor::execute(const Batch& batch) {
   const auto t0 = std::chrono::steady_clock::now();
   StepResult result;
   result.tokens.assign(batch.num_seqs(), -1);
-  StepInputs in = flatten_batch(batch, layout_.block_size, max_model_len_, cfg_.num_kv_heads, num_sms_);
+  StepInputs in =
+      flatten_batch(batch, layout_.block_size, max_model_len_, cfg_.num_kv_heads, num_sms_, decode_ctas_per_sm_);
   const int T = in.num_tokens(), S = static_cast<int>(in.sample_rows.size());
   const int H = cfg_.hidden_size, Q = cfg_.q_size(), KV = cfg_.kv_size(), V = cfg_.vocab_size;
   last_num_sampled_ = 0;

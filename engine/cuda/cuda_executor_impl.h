@@ -42,6 +42,7 @@ class CudaExecutor : public Executor {
   KvLayout layout_;
   int max_model_len_ = 0;
   int num_sms_ = 1;
+  int decode_ctas_per_sm_ = 1;  // occupancy of the decode kernel, for plan_decode
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   DeviceModel model_;

@@ -56,7 +56,8 @@ struct StepInputs {
 
 // Throws std::runtime_error when a position reaches max_model_len or a block
 // table is too short for the scheduled tokens. Items with no new token are skipped.
-inline StepInputs flatten_batch(const Batch& batch, int block_size, int max_model_len, int num_kv_heads, int num_sms) {
+inline StepInputs flatten_batch(const Batch& batch, int block_size, int max_model_len, int num_kv_heads, int num_sms,
+                                int decode_ctas_per_sm = 2) {
   StepInputs in;
   std::vector<int> order;
   for (int pass = 0; pass < 2; ++pass)
@@ -93,7 +94,8 @@ inline StepInputs flatten_batch(const Batch& batch, int block_size, int max_mode
     }
   }
   in.num_prefill_rows = in.q_indptr.back();
-  if (in.num_decode > 0) in.plan = plan_decode(in.num_decode, num_kv_heads, in.max_decode_len, num_sms);
+  if (in.num_decode > 0)
+    in.plan = plan_decode(in.num_decode, num_kv_heads, in.max_decode_len, num_sms, decode_ctas_per_sm);
   return in;
 }
 

@@ -91,4 +91,9 @@ struct PagedDecodeParams {
 };
 cudaError_t launch_paged_decode_attention(const PagedDecodeParams& p, cudaStream_t stream);
 
+// How many decode CTAs fit on one SM for this dtype, head_dim and GQA group
+// (CUDA occupancy calculator): the ctas_per_sm of plan_decode. 1 when the
+// shape is unsupported or the query fails.
+int decode_ctas_per_sm(DType dtype, int head_dim, int group);
+
 }  // namespace testbed

@@ -179,7 +179,7 @@ void bm_paged_decode(benchmark::State& state, Shape s) {
   p.layout = cache.layout;
   p.table = cache.table(s.batch);
   p.scale = 1.0f / std::sqrt(float(s.d));
-  p.plan = plan_decode(s.batch, s.hkv, s.len, g_timer->num_sms());
+  p.plan = plan_decode(s.batch, s.hkv, s.len, g_timer->num_sms(), decode_ctas_per_sm(s.dtype, s.d, s.hq / s.hkv));
   DeviceBuffer ws(std::max<size_t>(1, decode_workspace_bytes(p.plan, s.batch, s.hq, s.d)));
   p.workspace = ws.get();
   const double sec = g_timer->run(state, [&] { return launch_paged_decode_attention(p, g_timer->stream()); });

@@ -238,6 +238,19 @@ __global__ void __launch_bounds__(D)
 }
 
 template <class T, int D>
+int ctas_per_sm_typed(int group) {
+  const size_t smem = decode_smem_bytes<D>(group);
+  auto kernel = decode_attention_kernel<T, D>;
+  int n = 0;
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, smem) != cudaSuccess) {
+    cudaGetLastError();  // the query is advisory: clear its error
+    return 1;
+  }
+  return n > 0 ? n : 1;
+}
+
+template <class T, int D>
 cudaError_t decode_typed(const PagedDecodeParams& p, cudaStream_t stream) {
   const int group = p.num_q_heads / p.layout.num_kv_heads;
   const int num_seqs = p.table.num_seqs;
@@ -263,6 +276,15 @@ cudaError_t decode_typed(const PagedDecodeParams& p, cudaStream_t stream) {
 }
 
 }  // namespace
+
+int decode_ctas_per_sm(DType dtype, int head_dim, int group) {
+  if (group < 1 || group > kDecodeMaxGroup || (head_dim != 64 && head_dim != 128)) return 1;
+  if (dtype == DType::kBF16)
+    return head_dim == 64 ? ctas_per_sm_typed<__nv_bfloat16, 64>(group) : ctas_per_sm_typed<__nv_bfloat16, 128>(group);
+  if (dtype == DType::kFP16)
+    return head_dim == 64 ? ctas_per_sm_typed<__half, 64>(group) : ctas_per_sm_typed<__half, 128>(group);
+  return 1;
+}
 
 cudaError_t launch_paged_decode_attention(const PagedDecodeParams& p, cudaStream_t stream) {
   const int d = p.layout.head_dim, kvh = p.layout.num_kv_heads;
