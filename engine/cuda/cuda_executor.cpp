@@ -65,10 +65,9 @@ CudaExecutor::CudaExecutor(const ModelConfig& cfg, const LlamaWeights& weights, 
   cuda_check(cudaGetDevice(&device), "cudaGetDevice");
   cuda_check(cudaDeviceGetAttribute(&num_sms_, cudaDevAttrMultiProcessorCount, device), "SM count");
   decode_ctas_per_sm_ = decode_ctas_per_sm(DType::kBF16, cfg.head_dim, cfg.num_heads / cfg.num_kv_heads);
-  cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  check_cublas(cublasCreate(&cublas_), "cublasCreate");
-  check_cublas(cublasSetStream(cublas_, stream_), "cublasSetStream");
 
+  // Memory first: the buffers free themselves if an allocation throws, the
+  // stream and cuBLAS handle below would not (no destructor runs then).
   model_ = upload_model(cfg, weights, max_model_len);
   const size_t cache_bytes = layout_.num_elements() * 2;
   for (int l = 0; l < cfg.num_layers; ++l) {
@@ -77,6 +76,12 @@ CudaExecutor::CudaExecutor(const ModelConfig& cfg, const LlamaWeights& weights, 
     // Zeroed so a kernel bug that reads an unwritten slot shows as a wrong value, not as NaN garbage.
     cuda_check(cudaMemset(k_cache_.back().get(), 0, cache_bytes), "cudaMemset");
     cuda_check(cudaMemset(v_cache_.back().get(), 0, cache_bytes), "cudaMemset");
+  }
+  cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  if (cublasCreate(&cublas_) != CUBLAS_STATUS_SUCCESS || cublasSetStream(cublas_, stream_) != CUBLAS_STATUS_SUCCESS) {
+    if (cublas_ != nullptr) cublasDestroy(cublas_);
+    cudaStreamDestroy(stream_);
+    throw std::runtime_error("CUDA executor: cuBLAS initialisation failed");
   }
 }
 
