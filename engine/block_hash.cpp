@@ -31,7 +31,10 @@ inline uint64_t load_word(const int32_t* p) {
 
 }  // namespace
 
-uint64_t root_block_hash(uint64_t cache_salt) { return avalanche(cache_salt * kP1 + kP4); }
+// 0 is reserved (the empty key of the hash tables that index blocks).
+inline uint64_t nonzero(uint64_t h) { return h ? h : kP3; }
+
+uint64_t root_block_hash(uint64_t cache_salt) { return nonzero(avalanche(cache_salt * kP1 + kP4)); }
 
 uint64_t hash_block(uint64_t parent, const int32_t* tokens, int num_tokens) {
   uint64_t a = parent + kP1 + kP2, b = parent + kP2, c = parent, d = parent - kP1;
@@ -45,7 +48,7 @@ uint64_t hash_block(uint64_t parent, const int32_t* tokens, int num_tokens) {
   uint64_t h = rotl(a, 1) + rotl(b, 7) + rotl(c, 12) + rotl(d, 18);
   for (; i < num_tokens; ++i) h = rotl(h ^ (static_cast<uint32_t>(tokens[i]) * kP1), 23) * kP2 + kP3;
   h += static_cast<uint64_t>(num_tokens);
-  return avalanche(h ^ parent);
+  return nonzero(avalanche(h ^ parent));
 }
 
 void extend_block_hashes(std::vector<uint64_t>& hashes, const std::vector<int32_t>& tokens,

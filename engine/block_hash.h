@@ -12,6 +12,7 @@ namespace testbed {
 uint64_t root_block_hash(uint64_t cache_salt);
 
 // Hash of one block of `num_tokens` token ids whose parent block hashed to `parent`.
+// Never 0 (hash tables of blocks use 0 as their empty key).
 uint64_t hash_block(uint64_t parent, const int32_t* tokens, int num_tokens);
 
 // Extend `hashes` to cover every full block of `tokens` (hashes already there are kept).

@@ -17,7 +17,8 @@ void CacheConfig::validate() const {
 int PrefixHit::num_tokens() const { return static_cast<int>(blocks.size()) * block_size; }
 
 KvCacheManager::KvCacheManager(int num_blocks, int block_size, bool enable_prefix_cache)
-    : block_size_(block_size), prefix_cache_(enable_prefix_cache), blocks_(num_blocks) {
+    : block_size_(block_size), prefix_cache_(enable_prefix_cache), blocks_(num_blocks), block_hash_(num_blocks, 0),
+      cached_(enable_prefix_cache ? static_cast<size_t>(num_blocks) : 16) {
   require(num_blocks > 0, "cache.num_blocks", "the KV cache needs at least one block");
   require(block_size > 0, "cache.block_size", "must be positive");
   for (int b = 0; b < num_blocks; ++b) push_free_back(b);
@@ -32,9 +33,9 @@ PrefixHit KvCacheManager::find_cached_prefix(Sequence& seq) const {
   if (max_blocks <= 0) return hit;
   const std::vector<uint64_t>& hashes = seq.block_hashes(block_size_);
   for (int b = 0; b < max_blocks; ++b) {
-    auto it = cached_.find(hashes[b]);
-    if (it == cached_.end()) break;
-    hit.blocks.push_back(it->second);
+    const int32_t* block = cached_.find(hashes[b]);
+    if (!block) break;
+    hit.blocks.push_back(*block);
   }
   return hit;
 }
@@ -97,11 +98,11 @@ void KvCacheManager::commit_full_blocks(Sequence& seq) {
     const uint64_t h = hashes[i];
     // Another sequence may have computed the same block meanwhile: keep the
     // first copy registered; ours stays anonymous and is reused first.
-    if (cached_.count(h)) continue;
+    if (cached_.contains(h)) continue;
     Block& block = blocks_[seq.block_table[i]];
     block.has_hash = true;
-    block.hash = h;
-    cached_.emplace(h, seq.block_table[i]);
+    block_hash_[seq.block_table[i]] = h;
+    cached_[h] = seq.block_table[i];
     KvEvent ev;
     ev.kind = KvEvent::Kind::BlockStored;
     ev.block_hash = h;
@@ -127,7 +128,7 @@ void KvCacheManager::free(Sequence& seq) {
 }
 
 void KvCacheManager::clear_cache() {
-  for (auto& [hash, id] : cached_) blocks_[id].has_hash = false;
+  cached_.for_each([&](uint64_t, int32_t id) { blocks_[id].has_hash = false; });
   cached_.clear();
   KvEvent ev;
   ev.kind = KvEvent::Kind::AllCleared;
@@ -148,11 +149,11 @@ void KvCacheManager::touch(int b) {
 
 void KvCacheManager::evict(int b) {
   Block& block = blocks_[b];
-  cached_.erase(block.hash);
+  cached_.erase(block_hash_[b]);
   block.has_hash = false;
   KvEvent ev;
   ev.kind = KvEvent::Kind::BlockRemoved;
-  ev.block_hash = block.hash;
+  ev.block_hash = block_hash_[b];
   publish(ev);
 }
 
@@ -220,8 +221,8 @@ std::string KvCacheManager::check_invariants(const std::vector<const Sequence*>&
       err << "block " << b << " refcount " << block.ref_count << " vs free flag " << block.in_free_list << "; ";
     if (block.has_hash) {
       ++hashed;
-      auto it = cached_.find(block.hash);
-      if (it == cached_.end() || it->second != b) err << "block " << b << " hash not indexed; ";
+      const int32_t* indexed = cached_.find(block_hash_[b]);
+      if (!indexed || *indexed != b) err << "block " << b << " hash not indexed; ";
     }
   }
   if (hashed != static_cast<int>(cached_.size()))

@@ -16,9 +16,9 @@
 
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "engine/flat_hash_map.h"
 #include "engine/kv_event.h"
 #include "engine/sequence.h"
 
@@ -74,16 +74,17 @@ class KvCacheManager {
 
   // Introspection for tests and routers.
   int ref_count(int block) const { return blocks_[block].ref_count; }
-  bool is_cached(uint64_t hash) const { return cached_.count(hash) != 0; }
+  bool is_cached(uint64_t hash) const { return cached_.contains(hash); }
   // Empty when every invariant holds, else what is broken. `live` are the sequences holding blocks.
   std::string check_invariants(const std::vector<const Sequence*>& live) const;
 
  private:
+  // 16 bytes: a fleet simulation walks millions of these; the hash lives apart
+  // (block_hash_) because only storing and evicting need it.
   struct Block {
     int32_t ref_count = 0;
-    bool has_hash = false;
-    uint64_t hash = 0;
     int32_t prev = -1, next = -1;  // free list links
+    bool has_hash = false;
     bool in_free_list = false;
   };
 
@@ -99,8 +100,9 @@ class KvCacheManager {
   int block_size_;
   bool prefix_cache_;
   std::vector<Block> blocks_;
+  std::vector<uint64_t> block_hash_;
   int free_head_ = -1, free_tail_ = -1, num_free_ = 0;
-  std::unordered_map<uint64_t, int32_t> cached_;  // block hash -> block id
+  FlatHashMap64<int32_t> cached_;  // block hash -> block id
   std::vector<KvEventListener*> listeners_;
 };
 

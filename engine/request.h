@@ -27,6 +27,10 @@ struct Request {
   // Optional: the tokens a simulated executor emits for this request (a
   // generator that knows the "answer" of a turn, so later turns can share it).
   std::vector<int32_t> scripted_output;
+  // Optional: block hashes of the prompt already computed upstream (a router
+  // hashed it to choose the instance), valid for blocks of prompt_hash_block_size.
+  std::vector<uint64_t> prompt_block_hashes;
+  int prompt_hash_block_size = 0;
 };
 
 }  // namespace testbed

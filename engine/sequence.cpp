@@ -11,6 +11,11 @@ Sequence::Sequence(Request request) : request_(std::move(request)) {
   request_.prompt.clear();
   num_prompt_tokens_ = static_cast<int>(tokens_.size());
   tokens_.reserve(tokens_.size() + std::max(request_.max_output_tokens, 0));
+  if (request_.prompt_hash_block_size > 0) {  // hashed upstream: adopt, don't recompute
+    block_hashes_ = std::move(request_.prompt_block_hashes);
+    hashed_block_size_ = request_.prompt_hash_block_size;
+    request_.prompt_block_hashes.clear();
+  }
 }
 
 const std::vector<uint64_t>& Sequence::block_hashes(int block_size) {

@@ -19,9 +19,14 @@ void FleetConfig::validate() const {
 }
 
 struct Fleet::Instance {
-  Engine* engine;
+  Engine* engine = nullptr;
   bool busy = false;
   bool start_pending = false;
+  // The step in flight (an instance runs one at a time): kept here, not in the
+  // event, so the completion event captures only (this, i).
+  Batch batch;
+  StepResult result;
+  double step_start = 0.0;
 };
 
 // Hands one instance's KV events to the router, tagged with the instance.
@@ -38,7 +43,8 @@ class Fleet::EventForwarder : public KvEventListener {
 Fleet::Fleet(std::vector<Engine*> engines, std::unique_ptr<Router> router, double sample_interval_s, MetricsSink* sink)
     : router_(std::move(router)), sample_interval_s_(sample_interval_s), sink_(sink), routed_(engines.size(), 0) {
   for (size_t i = 0; i < engines.size(); ++i) {
-    instances_.push_back(std::make_unique<Instance>(Instance{engines[i]}));
+    instances_.push_back(std::make_unique<Instance>());
+    instances_.back()->engine = engines[i];
     if (router_->wants_kv_events()) {
       forwarders_.push_back(std::make_unique<EventForwarder>(*router_, static_cast<int>(i)));
       engines[i]->kv_cache().add_listener(forwarders_.back().get());
@@ -89,11 +95,15 @@ std::vector<InstanceLoad> Fleet::loads() const {
 void Fleet::arrive(Request request, double now) {
   int target = 0;
   if (instances_.size() > 1) {
-    hashes_.clear();
-    if (router_->needs_block_hashes())
-      extend_block_hashes(hashes_, request.prompt, instances_[0]->engine->kv_cache().block_size(), request.cache_salt);
+    const int block_size = instances_[0]->engine->kv_cache().block_size();
+    if (router_->needs_block_hashes() && request.prompt_hash_block_size != block_size) {
+      // Hashed once here; the engine's sequence adopts them.
+      request.prompt_block_hashes.clear();
+      extend_block_hashes(request.prompt_block_hashes, request.prompt, block_size, request.cache_salt);
+      request.prompt_hash_block_size = block_size;
+    }
     loads_ = loads();
-    target = router_->route(RoutingContext{request, hashes_, loads_});
+    target = router_->route(RoutingContext{request, request.prompt_block_hashes, loads_});
   }
   ++routed_[target];
   ++added_;
@@ -122,12 +132,13 @@ void Fleet::start_step(int i, double now) {
     return;
   }
   inst.busy = true;
-  StepResult result = engine.executor().execute(batch);
-  auto step = std::make_shared<std::pair<Batch, StepResult>>(std::move(batch), std::move(result));
-  loop_.at(now + step->second.duration_s, kRankStepEnd, [this, i, step, now](double end) {
+  inst.result = engine.executor().execute(batch);
+  inst.batch = std::move(batch);
+  inst.step_start = now;
+  loop_.at(now + inst.result.duration_s, kRankStepEnd, [this, i](double end) {
     Instance& in = *instances_[i];
     const int before = in.engine->scheduler().num_running() + in.engine->scheduler().num_waiting();
-    in.engine->complete_step(step->first, step->second, now, end);
+    in.engine->complete_step(in.batch, in.result, in.step_start, end);
     in.busy = false;
     finished_ += before - (in.engine->scheduler().num_running() + in.engine->scheduler().num_waiting());
     if (*progress_) (*progress_)(finished_, total_ >= 0 ? total_ : added_);

@@ -62,7 +62,6 @@ class Fleet {
   int64_t total_ = -1, added_ = 0, finished_ = 0;
   double last_arrival_ = 0.0;
   std::vector<int64_t> routed_;
-  std::vector<uint64_t> hashes_;
   std::vector<InstanceLoad> loads_;
 };
 

@@ -5,17 +5,19 @@ namespace testbed {
 void PrefixIndex::add(uint64_t hash, int instance) { index_[hash].insert(instance); }
 
 void PrefixIndex::remove(uint64_t hash, int instance) {
-  auto it = index_.find(hash);
-  if (it == index_.end()) return;
-  it->second.erase(instance);
-  if (it->second.empty()) index_.erase(it);
+  InstanceSet* set = index_.find(hash);
+  if (!set) return;
+  set->erase(instance);
+  if (set->empty()) index_.erase(hash);
 }
 
 void PrefixIndex::clear_instance(int instance) {
-  for (auto it = index_.begin(); it != index_.end();) {
-    it->second.erase(instance);
-    it = it->second.empty() ? index_.erase(it) : std::next(it);
-  }
+  std::vector<uint64_t> emptied;
+  index_.for_each([&](uint64_t hash, InstanceSet& set) {
+    set.erase(instance);
+    if (set.empty()) emptied.push_back(hash);
+  });
+  for (uint64_t h : emptied) index_.erase(h);
 }
 
 void PrefixIndex::apply(int instance, const KvEvent& e) {
@@ -31,8 +33,8 @@ void PrefixIndex::match(const std::vector<uint64_t>& hashes, std::vector<int>& o
   InstanceSet alive = InstanceSet::all(num_instances_);
   size_t k = 0;
   for (; k < hashes.size(); ++k) {
-    auto it = index_.find(hashes[k]);
-    const InstanceSet now = it == index_.end() ? InstanceSet() : (alive & it->second);
+    const InstanceSet* holders = index_.find(hashes[k]);
+    const InstanceSet now = holders ? (alive & *holders) : InstanceSet();
     alive.minus(now).for_each([&](int i) { out[i] = static_cast<int>(k); });
     alive = now;
     if (alive.empty()) return;

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <list>
 #include <unordered_map>
+
+#include "engine/flat_hash_map.h"
 #include <vector>
 
 #include "engine/kv_event.h"
@@ -32,7 +34,7 @@ class PrefixIndex {
 
  private:
   int num_instances_;
-  std::unordered_map<uint64_t, InstanceSet> index_;
+  FlatHashMap64<InstanceSet> index_;
 };
 
 // What a router sent to each instance, at most `capacity` blocks per instance

@@ -85,7 +85,7 @@ StepShape prefill_shape(int num_tokens, int num_computed, bool samples) {
 
 const OpCost& StepCost::op(const std::string& name) const {
   for (const OpCost& o : ops)
-    if (o.name == name) return o;
+    if (name == o.name) return o;
   throw std::out_of_range("StepCost: no op named '" + name + "'");
 }
 
@@ -138,6 +138,13 @@ double RooflineCostModel::all_reduce_s(double bytes) const {
   return 2.0 * (tp_ - 1) / tp_ * bytes / hw_.achieved_link_bandwidth() + hw_.link_latency_s;
 }
 
+double RooflineCostModel::predict(const Batch& batch) const {
+  scratch_.clear();
+  for (const ScheduledSeq& item : batch.items)
+    scratch_.push_back(SeqShape{item.num_computed, item.num_new, item.samples(), item.is_decode()});
+  return breakdown(scratch_).total_s;
+}
+
 StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
   StepCost cost;
   if (shape.empty()) return cost;
@@ -168,21 +175,22 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
     const double bytes = repeat * (k * n * wb + rows_m * k * ab + rows_m * n * ab);
     return make_op(name, true, flops, bytes, gemm_flops_, bandwidth_);
   };
-  cost.ops.push_back(gemm("qkv_proj", T, h, qd + 2 * kvd, L));  // fused QKV, column-parallel
-  cost.ops.push_back(gemm("o_proj", T, qd, h, L));              // row-parallel
-  cost.ops.push_back(gemm("mlp_gate_up", T, h, 2 * I, L));      // fused gate+up, column-parallel
-  cost.ops.push_back(gemm("mlp_down", T, I, h, L));             // row-parallel
+  size_t k = 0;
+  cost.ops[k++] = gemm("qkv_proj", T, h, qd + 2 * kvd, L);  // fused QKV, column-parallel
+  cost.ops[k++] = gemm("o_proj", T, qd, h, L);              // row-parallel
+  cost.ops[k++] = gemm("mlp_gate_up", T, h, 2 * I, L);      // fused gate+up, column-parallel
+  cost.ops[k++] = gemm("mlp_down", T, I, h, L);             // row-parallel
   OpCost lm = rows > 0 ? gemm("lm_head", rows, h, V, 1) : make_op("lm_head", true, 0, 0, 1, 1);
   lm.bytes += rows * V * 4;  // fp32 logits written for the sampler
   lm.memory_s = lm.bytes / bandwidth_;
-  cost.ops.push_back(lm);
-  cost.ops.push_back(make_op("attn_prefill", false, prefill_flops, prefill_bytes, attn_flops_, bandwidth_));
-  cost.ops.push_back(make_op("attn_decode", false, decode_flops, decode_bytes, attn_flops_, bandwidth_));
+  cost.ops[k++] = lm;
+  cost.ops[k++] = make_op("attn_prefill", false, prefill_flops, prefill_bytes, attn_flops_, bandwidth_);
+  cost.ops[k++] = make_op("attn_decode", false, decode_flops, decode_bytes, attn_flops_, bandwidth_);
   // Memory-bound glue, per layer: two fused add+RMSNorms (read x and residual,
   // write both: 4h) and SwiGLU (read gate and up, write one: 3I); plus the
   // embedding rows gathered and the final norm.
   const double glue_bytes = L * T * ab * (8 * h + 3 * I) + T * h * (wb + 2 * ab);
-  cost.ops.push_back(make_op("elementwise", false, 0, glue_bytes, gemm_flops_, bandwidth_));
+  cost.ops[k++] = make_op("elementwise", false, 0, glue_bytes, gemm_flops_, bandwidth_);
 
   for (const OpCost& o : cost.ops) {
     cost.compute_s += o.compute_s;

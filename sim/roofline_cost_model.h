@@ -13,6 +13,7 @@
 // decode turns compute-bound. `testbed roofline` prints both for a model and device.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,7 @@ StepShape decode_shape(int batch_size, int context);
 StepShape prefill_shape(int num_tokens, int num_computed = 0, bool samples = true);
 
 struct OpCost {
-  std::string name;
+  const char* name = "";  // a literal: ops are named without allocating, step after step
   bool is_dense = false;  // a weight GEMM (projections, MLP, LM head)
   double flops = 0;       // per GPU
   double bytes = 0;       // HBM bytes per GPU
@@ -50,7 +51,7 @@ struct OpCost {
 };
 
 struct StepCost {
-  std::vector<OpCost> ops;  // fixed order: the eight ops listed at the top of this file
+  std::array<OpCost, 8> ops;  // fixed order: the eight ops listed at the top of this file
   double compute_s = 0;     // sum of the ops' compute times
   double memory_s = 0;      // sum of the ops' memory times
   double roofline_s = 0;    // sum over ops of max(compute, memory)
@@ -77,12 +78,15 @@ class RooflineCostModel : public CostModel {
   // cannot be split over `tensor_parallel` GPUs or the device lacks its dtype.
   RooflineCostModel(HardwareSpec hardware, ModelConfig model, int tensor_parallel);
 
-  double predict(const Batch& batch) const override { return predict_shape(step_shape_of(batch)); }
+  double predict(const Batch& batch) const override;
   std::string name() const override { return "roofline"; }
 
   double predict_shape(const StepShape& shape) const { return breakdown(shape).total_s; }
   // An empty shape costs nothing (no step runs).
   StepCost breakdown(const StepShape& shape) const;
+ private:
+  mutable StepShape scratch_;  // predict()'s shape buffer, reused every step
+ public:
   StepCost breakdown(const Batch& batch) const { return breakdown(step_shape_of(batch)); }
   DecodeCrossover decode_crossover(int context) const;
 

@@ -26,8 +26,9 @@ class SharedPrefixWorkload : public RequestSource {
     r.id = next_id_++;
     r.arrival_s = arrivals_.next();
     const auto& prefix = prefixes_[c_.num_prefixes > 1 ? rng_.below(c_.num_prefixes) : 0];
-    r.prompt.reserve(prefix.size() + c_.user_tokens);
-    r.prompt = prefix;
+    // Room for the output too: the engine keeps generated tokens in this vector.
+    r.prompt.reserve(prefix.size() + c_.user_tokens + c_.output_tokens);
+    r.prompt.assign(prefix.begin(), prefix.end());
     for (int i = 0; i < c_.user_tokens; ++i) r.prompt.push_back(static_cast<int32_t>(rng_.below(ctx_.vocab_size)));
     r.max_output_tokens = c_.output_tokens;
     r.sampling = ctx_.sampling;

@@ -36,6 +36,8 @@ RunSetup prepare_run(const RunConfig& config) {
                                          cost.tensor_parallel);
   }
   if (config.model.weights != "dummy") config.resolve_path("model.weights", config.model.weights);
+  s.workload = config.workload;
+  if (s.workload.kind == "trace") s.workload.trace.path = config.resolve_path("trace.path", s.workload.trace.path);
   return s;
 }
 

@@ -14,6 +14,7 @@ namespace testbed {
 struct RunSetup {
   ModelConfig model;
   EngineConfig engine;
+  WorkloadConfig workload;  // with its trace path resolved
   int num_blocks = 0;
   std::shared_ptr<const CostModel> cost_model;  // when the run needs one
 };

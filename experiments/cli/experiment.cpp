@@ -60,7 +60,7 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup, 
   WorkloadContext context;
   context.vocab_size = setup.model.vocab_size;
   context.sampling = config.sampling;
-  std::unique_ptr<RequestSource> source = make_workload(config.workload, context);
+  std::unique_ptr<RequestSource> source = make_workload(setup.workload, context);
 
   ExperimentResult result;
   result.recorder = std::make_unique<RunRecorder>(config.output.steps, config.output.tokens);
