@@ -43,29 +43,57 @@ void PrefixIndex::match(const std::vector<uint64_t>& hashes, std::vector<int>& o
 }
 
 RoutedBlocksLru::RoutedBlocksLru(int num_instances, int64_t capacity_blocks)
-    : capacity_(capacity_blocks), index_(num_instances), lru_(num_instances), where_(num_instances) {}
+    : capacity_(capacity_blocks), index_(num_instances), lru_(num_instances) {}
+
+void RoutedBlocksLru::unlink(Lru& lru, int32_t n) {
+  Node& node = lru.nodes[n];
+  if (node.prev >= 0) lru.nodes[node.prev].next = node.next; else lru.head = node.next;
+  if (node.next >= 0) lru.nodes[node.next].prev = node.prev; else lru.tail = node.prev;
+}
+
+void RoutedBlocksLru::push_front(Lru& lru, int32_t n) {
+  Node& node = lru.nodes[n];
+  node.prev = -1;
+  node.next = lru.head;
+  if (lru.head >= 0) lru.nodes[lru.head].prev = n; else lru.tail = n;
+  lru.head = n;
+}
 
 void RoutedBlocksLru::record(int instance, const std::vector<uint64_t>& hashes) {
-  auto& lru = lru_[instance];
-  auto& where = where_[instance];
+  Lru& lru = lru_[instance];
   // Back to front, so a prefix's first blocks end up most recent and are
   // forgotten last (a chain is useless without its head).
   for (auto rit = hashes.rbegin(); rit != hashes.rend(); ++rit) {
     const uint64_t h = *rit;
-    auto it = where.find(h);
-    if (it != where.end()) {
-      lru.splice(lru.begin(), lru, it->second);
+    if (const int32_t* n = lru.where.find(h)) {
+      if (*n != lru.head) {
+        unlink(lru, *n);
+        push_front(lru, *n);
+      }
       continue;
     }
-    lru.push_front(h);
-    where.emplace(h, lru.begin());
+    int32_t n;
+    if (!lru.spare.empty()) {
+      n = lru.spare.back();
+      lru.spare.pop_back();
+    } else {
+      n = static_cast<int32_t>(lru.nodes.size());
+      lru.nodes.push_back(Node{});
+    }
+    lru.nodes[n].hash = h;
+    push_front(lru, n);
+    lru.where[h] = n;
+    ++lru.size;
     index_.add(h, instance);
   }
-  while (static_cast<int64_t>(lru.size()) > capacity_) {
-    const uint64_t old = lru.back();
-    lru.pop_back();
-    where.erase(old);
-    index_.remove(old, instance);
+  while (lru.size > capacity_) {
+    const int32_t old = lru.tail;
+    const uint64_t h = lru.nodes[old].hash;
+    unlink(lru, old);
+    lru.where.erase(h);
+    lru.spare.push_back(old);
+    --lru.size;
+    index_.remove(h, instance);
   }
 }
 

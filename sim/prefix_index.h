@@ -10,8 +10,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <list>
-#include <unordered_map>
 
 #include "engine/flat_hash_map.h"
 #include <vector>
@@ -44,13 +42,29 @@ class RoutedBlocksLru {
   RoutedBlocksLru(int num_instances, int64_t capacity_blocks);
   void record(int instance, const std::vector<uint64_t>& hashes);
   const PrefixIndex& index() const { return index_; }
-  int64_t size(int instance) const { return static_cast<int64_t>(lru_[instance].size()); }
+  int64_t size(int instance) const { return lru_[instance].size; }
 
  private:
+  // An intrusive doubly linked list over a node array per instance (front =
+  // most recently routed), with a flat map from hash to node: no allocation
+  // per routed block once the arrays have grown.
+  struct Node {
+    uint64_t hash;
+    int32_t prev, next;
+  };
+  struct Lru {
+    std::vector<Node> nodes;
+    std::vector<int32_t> spare;  // freed node slots
+    FlatHashMap64<int32_t> where;
+    int32_t head = -1, tail = -1;
+    int64_t size = 0;
+  };
+  void unlink(Lru& lru, int32_t n);
+  void push_front(Lru& lru, int32_t n);
+
   int64_t capacity_;
   PrefixIndex index_;
-  std::vector<std::list<uint64_t>> lru_;  // front = most recent
-  std::vector<std::unordered_map<uint64_t, std::list<uint64_t>::iterator>> where_;
+  std::vector<Lru> lru_;
 };
 
 }  // namespace testbed

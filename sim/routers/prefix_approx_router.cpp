@@ -17,10 +17,10 @@ class PrefixApproxRouter : public Router {
     routed_.index().match(ctx.block_hashes, matched_);
     int best_match = 0;
     for (int m : matched_) best_match = std::max(best_match, m);
-    std::vector<InstanceLoad> candidates = ctx.loads;
+    candidates_ = ctx.loads;  // a member: no allocation per decision
     for (int i = 0; i < n_; ++i)
-      if (matched_[i] != best_match) candidates[i].num_waiting = 1 << 30;
-    const int chosen = least_loaded_instance(candidates, next_++ % n_);
+      if (matched_[i] != best_match) candidates_[i].num_waiting = 1 << 30;
+    const int chosen = least_loaded_instance(candidates_, next_++ % n_);
     routed_.record(chosen, ctx.block_hashes);
     return chosen;
   }
@@ -29,6 +29,7 @@ class PrefixApproxRouter : public Router {
   int n_;
   RoutedBlocksLru routed_;
   std::vector<int> matched_;
+  std::vector<InstanceLoad> candidates_;
   uint64_t next_ = 0;
 };
 

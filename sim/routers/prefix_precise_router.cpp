@@ -19,16 +19,17 @@ class PrefixPreciseRouter : public Router {
     index_.match(ctx.block_hashes, matched_);
     int best_match = 0;
     for (int m : matched_) best_match = std::max(best_match, m);
-    std::vector<InstanceLoad> candidates = ctx.loads;
+    candidates_ = ctx.loads;  // a member: no allocation per decision
     for (int i = 0; i < n_; ++i)
-      if (matched_[i] != best_match) candidates[i].num_waiting = 1 << 30;  // out of the running
-    return least_loaded_instance(candidates, next_++ % n_);
+      if (matched_[i] != best_match) candidates_[i].num_waiting = 1 << 30;  // out of the running
+    return least_loaded_instance(candidates_, next_++ % n_);
   }
 
  private:
   int n_;
   PrefixIndex index_;
   std::vector<int> matched_;
+  std::vector<InstanceLoad> candidates_;
   uint64_t next_ = 0;
 };
 
