@@ -86,7 +86,7 @@ bool KvCacheManager::allocate(Sequence& seq, int num_new_tokens, const PrefixHit
   return true;
 }
 
-void KvCacheManager::commit_full_blocks(Sequence& seq) {
+void KvCacheManager::commit_new_blocks(Sequence& seq) {
   const int num_full = seq.num_computed_tokens / block_size_;
   if (!prefix_cache_) {
     seq.num_committed_blocks = num_full;

@@ -62,7 +62,10 @@ class KvCacheManager {
   bool allocate(Sequence& seq, int num_new_tokens);
 
   // Registers seq's blocks that are now full and computed in the prefix cache.
-  void commit_full_blocks(Sequence& seq);
+  // Inline fast path: most steps fill no block.
+  void commit_full_blocks(Sequence& seq) {
+    if (seq.num_computed_tokens >= (seq.num_committed_blocks + 1) * block_size_) commit_new_blocks(seq);
+  }
 
   // Returns seq's blocks. Tail blocks are freed first, so they are evicted first.
   void free(Sequence& seq);
@@ -88,6 +91,7 @@ class KvCacheManager {
     bool in_free_list = false;
   };
 
+  void commit_new_blocks(Sequence& seq);
   int blocks_needed(int num_tokens) const { return (num_tokens + block_size_ - 1) / block_size_; }
   int take_free_block();
   void touch(int block);
