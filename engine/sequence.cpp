@@ -10,6 +10,9 @@ Sequence::Sequence(Request request) : request_(std::move(request)) {
   tokens_ = std::move(request_.prompt);
   request_.prompt.clear();
   num_prompt_tokens_ = static_cast<int>(tokens_.size());
+  id_ = request_.id;
+  max_output_tokens_ = request_.max_output_tokens;
+  has_scripted_output_ = !request_.scripted_output.empty();
   tokens_.reserve(tokens_.size() + std::max(request_.max_output_tokens, 0));
   if (request_.prompt_hash_block_size > 0) {  // hashed upstream: adopt, don't recompute
     block_hashes_ = std::move(request_.prompt_block_hashes);

@@ -17,13 +17,14 @@ class Sequence {
   explicit Sequence(Request request);
 
   const Request& request() const { return request_; }
-  int64_t id() const { return request_.id; }
+  int64_t id() const { return id_; }
   double arrival_s() const { return request_.arrival_s; }
 
   int num_tokens() const { return num_prompt_tokens_ + num_output_tokens_; }
   int num_prompt_tokens() const { return num_prompt_tokens_; }
   int num_output_tokens() const { return num_output_tokens_; }
-  int max_output_tokens() const { return request_.max_output_tokens; }
+  int max_output_tokens() const { return max_output_tokens_; }
+  bool has_scripted_output() const { return has_scripted_output_; }
   const std::vector<int32_t>& tokens() const { return tokens_; }
   void append_token(int32_t token) {
     tokens_.push_back(token);
@@ -37,21 +38,30 @@ class Sequence {
   // the counts stay valid.
   void release_storage();
 
+  // Members in the order a decode step touches them: every step reads the
+  // first two cache lines of each running sequence, so they hold everything
+  // that step needs; the request itself (prompt metadata, sampling) comes after.
+ private:
+  std::vector<int32_t> tokens_;
+  int64_t id_ = 0;
+  int num_prompt_tokens_ = 0;
+  int num_output_tokens_ = 0;
+  int max_output_tokens_ = 0;
+  bool has_scripted_output_ = false;
+
+ public:
   SeqStatus status = SeqStatus::Waiting;
   int num_computed_tokens = 0;
-  int num_cached_tokens = -1;  // prefix-cache hit at first admission; -1 before
-  int num_preemptions = 0;
-  std::vector<int32_t> block_table;  // physical block ids, logical order
   int num_committed_blocks = 0;      // leading blocks already offered to the prefix cache
+  std::vector<int32_t> block_table;  // physical block ids, logical order
   double first_token_s = -1.0;
   double last_token_s = -1.0;
+  int num_cached_tokens = -1;  // prefix-cache hit at first admission; -1 before
+  int num_preemptions = 0;
   double finish_s = -1.0;
 
  private:
   Request request_;
-  std::vector<int32_t> tokens_;
-  int num_prompt_tokens_ = 0;
-  int num_output_tokens_ = 0;
   std::vector<uint64_t> block_hashes_;
   int hashed_block_size_ = 0;
 };

@@ -10,13 +10,19 @@ int32_t placeholder_token(const Request& request, int index, int vocab_size) {
                               static_cast<uint64_t>(vocab_size));
 }
 
+int32_t next_placeholder_token(const Sequence& seq, int vocab_size) {
+  const int index = seq.num_output_tokens();
+  if (seq.has_scripted_output()) return placeholder_token(seq.request(), index, vocab_size);
+  return static_cast<int32_t>(mix_seed(static_cast<uint64_t>(seq.id()), static_cast<uint64_t>(index)) %
+                              static_cast<uint64_t>(vocab_size));
+}
+
 StepResult SimExecutor::execute(const Batch& batch) {
   StepResult r;
   r.tokens.assign(batch.items.size(), -1);
   for (size_t i = 0; i < batch.items.size(); ++i) {
     const ScheduledSeq& item = batch.items[i];
-    if (item.samples())
-      r.tokens[i] = placeholder_token(item.seq->request(), item.seq->num_output_tokens(), vocab_size_);
+    if (item.samples()) r.tokens[i] = next_placeholder_token(*item.seq, vocab_size_);
   }
   r.duration_s = cost_model_->predict(batch);
   return r;

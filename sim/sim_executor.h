@@ -42,5 +42,7 @@ class CostTimedExecutor : public Executor {
 
 // The placeholder token a simulated sequence emits at output index `index`.
 int32_t placeholder_token(const Request& request, int index, int vocab_size);
+// The same for the sequence's next output token (reads only its hot fields).
+int32_t next_placeholder_token(const Sequence& seq, int vocab_size);
 
 }  // namespace testbed

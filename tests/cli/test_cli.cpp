@@ -13,6 +13,8 @@
 #include <fstream>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/model/llama_weights.h"
 #include "support/engine_harness.h"
 
@@ -208,4 +210,20 @@ TEST_CASE("same config and seed give identical /requests and /summary", "[cli][d
     REQUIRE(run_cli(common + " --workload.seed=10 --output " + (dir / (executor + "3")).string()).status == 0);
     CHECK_FALSE(same_bits(read_group(a, "requests"), read_group(dir / (executor + "3") / "results.h5", "requests")));
   }
+}
+
+TEST_CASE("output.timeline writes a Chrome trace with one event per step", "[cli]") {
+  const fs::path dir = scratch("timeline");
+  const fs::path ini = write_config(dir);
+  const Outcome o = run_cli("run " + ini.string() + " --output.timeline=true --output " + (dir / "t").string());
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  std::ifstream in(dir / "t" / "timeline.json");
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  const auto steps = read_group(dir / "t" / "results.h5", "steps");
+  REQUIRE(trace["traceEvents"].size() == steps.at("start_s").size());
+  const auto& first = trace["traceEvents"][0];
+  CHECK(first["ph"] == "X");
+  CHECK(first["ts"].get<double>() == Approx(steps.at("start_s")[0] * 1e6));
+  CHECK(first["dur"].get<double>() == Approx(steps.at("duration_s")[0] * 1e6));
 }
