@@ -46,19 +46,27 @@ ProfileTable profile_executor(Executor& executor, const ProfileGrid& grid, int b
   for (int c : grid.context) table.context.push_back(c);
   table.step_s.assign(grid.prefill_tokens.size() * grid.decode_seqs.size() * grid.context.size(), 0.0);
   Rng rng(12345);
-  const int total = static_cast<int>(table.step_s.size());
-  int done = 0;
-  bool warmed_up = false;
+  // Every grid point's batch is built first; then all points run once per
+  // pass (pass 0 warms up and is discarded), so a slow spell of a shared
+  // machine spreads over all points instead of skewing a few.
+  struct Point {
+    size_t index;
+    std::vector<std::unique_ptr<Sequence>> seqs;
+    Batch batch;
+    std::vector<double> times;
+  };
+  std::vector<Point> points;
   for (size_t i = 0; i < grid.prefill_tokens.size(); ++i)
     for (size_t j = 0; j < grid.decode_seqs.size(); ++j)
       for (size_t k = 0; k < grid.context.size(); ++k) {
         const int P = grid.prefill_tokens[i], D = grid.decode_seqs[j], C = grid.context[k];
-        std::vector<std::unique_ptr<Sequence>> seqs;
-        Batch batch;
+        if (P == 0 && D == 0) continue;
+        Point pt;
+        pt.index = table.index(i, j, k);
         int next_block = 0;
         auto add = [&](int prompt_len, int extra_tokens, int computed, int num_new) {
           Request r;
-          r.id = static_cast<int64_t>(seqs.size());
+          r.id = static_cast<int64_t>(pt.seqs.size());
           for (int t = 0; t < prompt_len; ++t) r.prompt.push_back(static_cast<int32_t>(rng.below(vocab_size)));
           r.max_output_tokens = extra_tokens + 1;
           auto s = std::make_unique<Sequence>(std::move(r));
@@ -66,27 +74,28 @@ ProfileTable profile_executor(Executor& executor, const ProfileGrid& grid, int b
           const int blocks = (computed + num_new + block_size - 1) / block_size;
           for (int b = 0; b < blocks; ++b) s->block_table.push_back(next_block++);
           s->num_computed_tokens = computed;
-          batch.items.push_back({s.get(), computed, num_new});
-          seqs.push_back(std::move(s));
+          pt.batch.items.push_back({s.get(), computed, num_new});
+          pt.seqs.push_back(std::move(s));
         };
         if (P > 0) add(C + P, 0, C, P);  // a prompt chunk after C cached tokens
         for (int s = 0; s < D; ++s) add(std::max(C, 1), 1, std::max(C, 1), 1);  // decode over C tokens
-        for (const ScheduledSeq& item : batch.items)
-          (item.is_decode() ? batch.num_decode_tokens : batch.num_prefill_tokens) += item.num_new;
-        double step = 0.0;
-        if (!batch.empty()) {
-          if (!warmed_up) {
-            executor.execute(batch);
-            warmed_up = true;
-          }
-          std::vector<double> times;
-          for (int r = 0; r < std::max(grid.repeats, 1); ++r) times.push_back(executor.execute(batch).duration_s);
-          std::sort(times.begin(), times.end());
-          step = times[times.size() / 2];
-        }
-        table.step_s[table.index(i, j, k)] = step;
-        if (on_point) on_point(++done, total);
+        for (const ScheduledSeq& item : pt.batch.items)
+          (item.is_decode() ? pt.batch.num_decode_tokens : pt.batch.num_prefill_tokens) += item.num_new;
+        points.push_back(std::move(pt));
       }
+  const int passes = std::max(grid.repeats, 1) + 1;
+  const int total = passes * static_cast<int>(points.size());
+  int done = 0;
+  for (int pass = 0; pass < passes; ++pass)
+    for (Point& pt : points) {
+      const double t = executor.execute(pt.batch).duration_s;
+      if (pass > 0) pt.times.push_back(t);
+      if (on_point) on_point(++done, total);
+    }
+  for (Point& pt : points) {
+    std::sort(pt.times.begin(), pt.times.end());
+    table.step_s[pt.index] = pt.times[pt.times.size() / 2];
+  }
   // The empty batch (P = D = 0) never runs; give it the cheapest measured step.
   double cheapest = 0;
   for (double v : table.step_s)

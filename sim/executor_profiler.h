@@ -23,8 +23,8 @@ ProfileGrid default_profile_grid(int max_batch_tokens, int max_num_seqs, int max
 // KV blocks an executor needs to run every point of the grid.
 int blocks_for_grid(const ProfileGrid& grid, int block_size);
 
-// Runs every grid point (repeats times, after one warm-up) and keeps the median
-// duration the executor reports. `on_point` (optional) is told points done / total.
+// Runs every grid point (repeats times, after one warm-up pass) and keeps the
+// median duration the executor reports. `on_point` (optional) is told runs done / total.
 ProfileTable profile_executor(Executor& executor, const ProfileGrid& grid, int block_size, int vocab_size,
                               const std::function<void(int, int)>& on_point = nullptr);
 
