@@ -1,0 +1,295 @@
+"""Plots and tables of papers/prefix-routing from results/prefix-routing/.
+
+    papers/prefix-routing/run.sh && /usr/bin/python3 papers/prefix-routing/plot.py
+
+Reads only the runs' results.h5 files; writes PNGs beside this script and the
+tables to results/prefix-routing/tables.md. Sections that were not run are
+skipped.
+"""
+import os
+import sys
+
+import h5py
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+RES = os.path.join(ROOT, "results", "prefix-routing")
+ROUTERS = ["round_robin", "random", "least_loaded", "prefix_approx", "prefix_precise", "weighted", "cache_aware"]
+COLORS = dict(zip(ROUTERS, ["#7f7f7f", "#bcbd22", "#17becf", "#ff7f0e", "#d62728", "#9467bd", "#2ca02c"]))
+UNBOUNDED_MOONCAKE = 0.3736  # traces/README.md: unbounded replay in 16-token blocks
+BLOCK = 16
+# prefix_approx often lies exactly under prefix_precise: dashed, square markers.
+STYLE = {r: dict(color=COLORS[r], marker="o", ls="-") for r in ROUTERS}
+STYLE["prefix_approx"].update(marker="s", ls="--", markersize=9, mfc="none")
+
+
+def load(path):
+    """Summary attributes plus a few per-request / per-instance figures, or None."""
+    f5 = os.path.join(RES, path, "results.h5")
+    if not os.path.exists(f5):
+        return None
+    with h5py.File(f5, "r") as f:
+        s = {k: float(v) for k, v in f["summary"].attrs.items() if np.isscalar(v) and not isinstance(v, (bytes, str))}
+        cached = f["requests"]["cached_tokens"][:]
+        s["request_hit_share"] = float((cached > 0).mean())
+        inst = f["instances"]
+        s["max_instance_util"] = float(inst["utilization"][:].max())
+        s["instance_requests"] = inst["requests"][:]
+        cfg = f["config"].attrs if "config" in f else {}
+        s["trace_path"] = cfg.get("trace.path", b"")
+        if isinstance(s["trace_path"], bytes):
+            s["trace_path"] = s["trace_path"].decode()
+    return s
+
+
+def runs(prefix, routers=ROUTERS):
+    return {r: d for r in routers if (d := load(f"{prefix}/{r}")) is not None}
+
+
+def row(name, d, base=None):
+    saved_vs_base = (d["gpu_hours_saved_per_day"] - base["gpu_hours_saved_per_day"]) if base else float("nan")
+    return (f"| {name} | {100 * d['prefix_hit_rate']:.1f}% | {100 * d['request_hit_share']:.1f}% | "
+            f"{d['ttft_p50_s']:.3f} | {d['ttft_p90_s']:.3f} | {d['ttft_p99_s']:.2f} | "
+            f"{d['request_throughput_rps']:.2f} | {d['load_imbalance_requests']:.2f} | {int(d['preemptions'])} | "
+            f"{d['gpu_hours_saved_per_day']:.1f} | {saved_vs_base:+.1f} |")
+
+
+HEADER = ("| router | hit rate (tokens) | requests with a hit | TTFT p50 (s) | TTFT p90 (s) | TTFT p99 (s) | "
+          "req/s | load imbalance (max/mean requests) | preemptions | GPU-h saved/day vs no cache | vs round_robin |\n"
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+
+def router_table(title, data, out):
+    if not data:
+        return
+    out.append(f"\n### {title}\n\n{HEADER}")
+    base = data.get("round_robin")
+    for r, d in data.items():
+        out.append(row(r, d, base))
+
+
+def fig_routers(workloads):
+    present = [(t, d) for t, d in workloads if d]
+    if not present:
+        return
+    fig, axes = plt.subplots(2, len(present), figsize=(4.6 * len(present), 6.4), squeeze=False)
+    for j, (title, data) in enumerate(present):
+        names = list(data)
+        x = np.arange(len(names))
+        col = [COLORS[n] for n in names]
+        hit = [100 * data[n]["prefix_hit_rate"] for n in names]
+        ttft = [data[n]["ttft_p90_s"] for n in names]
+        ax = axes[0][j]
+        ax.bar(x, hit, color=col)
+        for xi, h in zip(x, hit):
+            ax.text(xi, h + 1, f"{h:.0f}", ha="center", fontsize=8)
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel("prefix hit rate (% of prompt tokens)")
+        ax.set_ylim(0, 100)
+        ax.set_xticks(x, [])
+        ax = axes[1][j]
+        ax.bar(x, ttft, color=col)
+        ax.set_yscale("log")
+        for xi, t in zip(x, ttft):
+            ax.text(xi, t * 1.1, f"{t:.2g}", ha="center", fontsize=8)
+        ax.set_ylabel("TTFT p90 (s, log)")
+        ax.set_xticks(x, names, rotation=40, ha="right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(HERE, "routers.png"), dpi=130)
+    plt.close(fig)
+
+
+def fig_capacity(out):
+    pts = []
+    for name in sorted(os.listdir(os.path.join(RES, "mooncake_capacity"))) if os.path.isdir(
+            os.path.join(RES, "mooncake_capacity")) else []:
+        d = load(f"mooncake_capacity/{name}")
+        if d:
+            pts.append((int(name.replace("blocks", "")), d))
+    if not pts:
+        return
+    pts.sort()
+    tokens = np.array([b * BLOCK for b, _ in pts], dtype=float)
+    hit = np.array([100 * d["prefix_hit_rate"] for _, d in pts])
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    ax.plot(tokens, hit, "o-", color="#d62728", label="one instance (simulated, LRU in 16-token blocks)")
+    ax.axhline(100 * UNBOUNDED_MOONCAKE, color="k", ls="--", lw=1, label="unbounded replay: 37.4%")
+    ax.axhline(40, color="#7f7f7f", ls=":", lw=1, label="Mooncake paper's cache ratio: 40%")
+    for t, lab in [(28020 * BLOCK, "1 x H100 (8B)"), (8 * 28020 * BLOCK, "8 x H100")]:
+        ax.axvline(t, color="#1f77b4", lw=0.8, alpha=0.6)
+        ax.text(t * 1.05, 2, lab, color="#1f77b4", fontsize=8, rotation=90, va="bottom")
+    ax.set_xscale("log")
+    ax.set_xlabel("KV cache capacity (tokens, log)")
+    ax.set_ylabel("prefix hit rate (% of prompt tokens)")
+    ax.set_ylim(0, 50)
+    trace = pts[0][1]["trace_path"]
+    ax.set_title(f"Mooncake conversation trace, one instance\n({os.path.basename(trace)})", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(os.path.join(HERE, "mooncake_capacity.png"), dpi=130)
+    plt.close(fig)
+    out.append(f"\n### Mooncake, one instance: hit rate vs KV capacity ({trace})\n")
+    out.append("| KV blocks | tokens | hit rate | TTFT p90 (s) | preemptions |\n|---:|---:|---:|---:|---:|")
+    for (b, d), t in zip(pts, tokens):
+        out.append(f"| {b:,} | {t / 1e6:.2f}M | {100 * d['prefix_hit_rate']:.2f}% | {d['ttft_p90_s']:.2f} | "
+                   f"{int(d['preemptions'])} |")
+
+
+def sweep(prefix, key_name, values, routers):
+    """{router: [(value, summary)]} for runs at prefix/<key_name><value>/<router>."""
+    res = {}
+    for r in routers:
+        for v in values:
+            d = load(f"{prefix}/{key_name}{v}/{r}")
+            if d:
+                res.setdefault(r, []).append((v, d))
+    return res
+
+
+def fig_prefixes(out):
+    vals = [1, 4, 16, 64, 128, 256, 512, 1024]
+    routers = ["round_robin", "least_loaded", "prefix_approx", "prefix_precise", "weighted", "cache_aware"]
+    res = sweep("shared_prefixes", "p", vals, routers)
+    if not res:
+        return
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    for r, pts in res.items():
+        x = [v for v, _ in pts]
+        axes[0].plot(x, [100 * d["prefix_hit_rate"] for _, d in pts], **STYLE[r], label=r)
+        axes[1].plot(x, [d["ttft_p90_s"] for _, d in pts], **STYLE[r], label=r)
+        axes[2].plot(x, [d["load_imbalance_requests"] for _, d in pts], **STYLE[r], label=r)
+    one = 28020 * BLOCK / 8400
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("distinct 8,400-token system prompts")
+        ax.axvline(one, color="k", lw=0.8, ls=":")
+        ax.axvline(16 * one, color="k", lw=0.8, ls="--")
+        ax.set_xticks(vals, [str(v) for v in vals])
+    axes[0].text(one * 0.92, 3, "prompts = 1 instance's cache", fontsize=8, rotation=90, ha="right")
+    axes[0].text(16 * one * 0.92, 3, "= 16 instances' caches", fontsize=8, rotation=90, ha="right")
+    axes[0].axhline(70, color="#7f7f7f", lw=0.8)
+    axes[0].set_ylabel("prefix hit rate (% of prompt tokens)")
+    axes[0].set_ylim(0, 80)
+    axes[1].set_yscale("log")
+    axes[1].set_ylabel("TTFT p90 (s, log)")
+    axes[2].set_ylabel("requests per instance, max / mean")
+    axes[0].legend(fontsize=8)
+    fig.suptitle("Shared-prompt workload, 16 x Llama-3.1-8B / H100, 24 req/s: the regime", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(os.path.join(HERE, "shared_prefixes.png"), dpi=130)
+    plt.close(fig)
+    out.append("\n### Shared-prompt regime sweep (24 req/s, 10k requests): hit rate / TTFT p90 (s) / "
+               "load imbalance\n")
+    out.append("| prompts | " + " | ".join(res) + " |\n|---:|" + "---:|" * len(res))
+    for v in vals:
+        cells = []
+        for r in res:
+            d = dict(res[r]).get(v)
+            cells.append(f"{100 * d['prefix_hit_rate']:.0f}% / {d['ttft_p90_s']:.2f} / "
+                         f"{d['load_imbalance_requests']:.2f}" if d else "")
+        out.append(f"| {v} | " + " | ".join(cells) + " |")
+
+
+def fig_load(prefix, rates, title, fname, out):
+    res = sweep(prefix, "rate", rates, ROUTERS)
+    if not res:
+        return
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    for r, pts in res.items():
+        x = [v for v, _ in pts]
+        axes[0].plot(x, [d["ttft_p90_s"] for _, d in pts], **STYLE[r], label=r)
+        axes[1].plot(x, [d["throughput_tok_s"] for _, d in pts], **STYLE[r], label=r)
+        axes[2].plot(x, [100 * d["prefix_hit_rate"] for _, d in pts], **STYLE[r], label=r)
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("TTFT p90 (s, log)")
+    axes[1].set_ylabel("output tokens / s")
+    axes[2].set_ylabel("prefix hit rate (% of prompt tokens)")
+    for ax in axes:
+        ax.set_xlabel("offered load (requests / s)")
+    axes[0].legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(os.path.join(HERE, fname), dpi=130)
+    plt.close(fig)
+    out.append(f"\n### {title}: TTFT p90 (s) / output tok/s / hit rate / busy GPU-s per request\n")
+    out.append("| rate | " + " | ".join(res) + " |\n|---:|" + "---:|" * len(res))
+    for v in rates:
+        cells = []
+        for r in res:
+            d = dict(res[r]).get(v)
+            cells.append(f"{d['ttft_p90_s']:.2f} / {d['throughput_tok_s']:.0f} / {100 * d['prefix_hit_rate']:.0f}% / "
+                         f"{d['busy_gpu_seconds_per_request']:.3f}" if d else "")
+        out.append(f"| {v} | " + " | ".join(cells) + " |")
+
+
+def claims_table(out):
+    """The GPU-hour and cost claims, round_robin vs the prefix routers, per workload."""
+    cases = [("shared prompts, 24 req/s", "shared"), ("shared prompts, 64 req/s (saturated)", "shared_load/rate64"),
+             ("llm-d, 6 req/s", "llmd/rate6"), ("llm-d, 20 req/s (saturated)", "llmd/rate20"),
+             ("Mooncake, trace rate", "mooncake/scale1.0")]
+    lines = []
+    for title, prefix in cases:
+        base = load(f"{prefix}/round_robin")
+        if not base:
+            continue
+        for r in ["prefix_precise", "weighted"]:
+            d = load(f"{prefix}/{r}")
+            if not d:
+                continue
+            per_day = d["requests_per_day"] / 3600.0
+            lines.append(
+                f"| {title} | {r} | {100 * base['prefix_hit_rate']:.1f}% -> {100 * d['prefix_hit_rate']:.1f}% | "
+                f"{d['gpu_hours_saved_per_day'] - base['gpu_hours_saved_per_day']:.1f} | "
+                f"{base['busy_gpu_seconds_per_request']:.3f} -> {d['busy_gpu_seconds_per_request']:.3f} | "
+                f"{(base['busy_gpu_seconds_per_request'] - d['busy_gpu_seconds_per_request']) * per_day:.1f} | "
+                f"{(1 - base['prefix_hit_rate']) / (1 - d['prefix_hit_rate']):.2f}x | "
+                f"{d['throughput_tok_s'] / base['throughput_tok_s']:.2f}x |")
+    if not lines:
+        return
+    out.append("\n### GPU-hours and cost: round_robin -> prefix router (1,000,000 requests/day)\n")
+    out.append("| workload | router | hit rate | GPU-h/day saved (from cached tokens) | busy GPU-s per request | "
+               "GPU-h/day saved (from busy GPU-s) | prefill tokens computed, RR / router | output tok/s, router / RR |\n"
+               "|---|---|---:|---:|---:|---:|---:|---:|")
+    out.extend(lines)
+
+
+def main():
+    if not os.path.isdir(RES):
+        sys.exit(f"no results in {RES}: run papers/prefix-routing/run.sh first")
+    out = ["# papers/prefix-routing tables (generated by plot.py)"]
+    shared = runs("shared")
+    moon1 = runs("mooncake/scale1.0")
+    moon2 = runs("mooncake/scale0.5")
+    llmd = runs("llmd/rate6")
+    router_table("Shared-prompt workload (16 x Llama-3.1-8B / H100, 24 req/s, 20k requests)", shared, out)
+    trace = next(iter(moon1.values()))["trace_path"] if moon1 else ""
+    router_table(f"Mooncake conversation trace, its own arrival times (8 x Llama-3.1-8B / H100; {trace})", moon1, out)
+    router_table(f"Mooncake conversation trace, 2x its rate ({trace})", moon2, out)
+    router_table("llm-d benchmark workload, 6 req/s (8 x Qwen3-32B TP2 / H100)", llmd, out)
+    fig_routers([("shared prompts, 16 x 8B, 24 req/s", shared),
+                 ("Mooncake conversation, 8 x 8B, trace rate", moon1),
+                 ("Mooncake conversation, 8 x 8B, 2x rate", moon2),
+                 ("llm-d workload, 8 x 32B TP2, 6 req/s", llmd)])
+    fig_capacity(out)
+    fig_prefixes(out)
+    stale = {k: d for k in ["prefix_approx_cap2802", "prefix_approx_cap28020", "prefix_approx_cap280200"]
+             if (d := load(f"staleness/{k}")) is not None}
+    ref = runs("shared_prefixes/p1024", ["round_robin", "prefix_precise"])
+    router_table("Staleness: 1,024 prompts (overflows the fleet), 24 req/s, 10k requests", {**ref, **stale}, out)
+    fig_load("shared_load", [12, 24, 36, 48, 64], "Shared-prompt workload, 16 x Llama-3.1-8B / H100, rate sweep",
+             "shared_load.png", out)
+    fig_load("llmd", [3, 4, 5, 6, 8, 10, 12, 16, 20], "llm-d workload, 8 x Qwen3-32B TP2 / H100, rate sweep",
+             "llmd_load.png", out)
+    claims_table(out)
+    with open(os.path.join(RES, "tables.md"), "w") as f:
+        f.write("\n".join(out) + "\n")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
