@@ -53,10 +53,8 @@ bool KvCacheManager::can_allocate(const Sequence& seq, int num_new_tokens, const
   return need <= num_free_;
 }
 
-bool KvCacheManager::allocate(Sequence& seq, int num_new_tokens) {
-  const int target = blocks_needed(seq.num_computed_tokens + num_new_tokens);
+bool KvCacheManager::append_blocks(Sequence& seq, int target) {
   const int have = static_cast<int>(seq.block_table.size());
-  if (target <= have) return true;  // most decode steps: the last block has room
   if (target - have > num_free_) return false;
   for (int i = have; i < target; ++i) {
     const int b = take_free_block();

@@ -58,8 +58,12 @@ class KvCacheManager {
   bool can_allocate(const Sequence& seq, int num_new_tokens, const PrefixHit& hit) const;
   // Reserves them (false, and nothing changed, when they are not there).
   bool allocate(Sequence& seq, int num_new_tokens, const PrefixHit& hit);
-  // The same for a sequence that already holds its blocks (the per-step path).
-  bool allocate(Sequence& seq, int num_new_tokens);
+  // The same for a sequence that already holds its blocks (the per-step path;
+  // inline because most decode steps need no new block).
+  bool allocate(Sequence& seq, int num_new_tokens) {
+    const int target = blocks_needed(seq.num_computed_tokens + num_new_tokens);
+    return target <= static_cast<int>(seq.block_table.size()) || append_blocks(seq, target);
+  }
 
   // Registers seq's blocks that are now full and computed in the prefix cache.
   // Inline fast path: most steps fill no block.
@@ -92,6 +96,7 @@ class KvCacheManager {
   };
 
   void commit_new_blocks(Sequence& seq);
+  bool append_blocks(Sequence& seq, int target);
   int blocks_needed(int num_tokens) const { return (num_tokens + block_size_ - 1) / block_size_; }
   int take_free_block();
   void touch(int block);

@@ -168,6 +168,9 @@ void Scheduler::insert_running(std::unique_ptr<Sequence> seq) {
 }
 
 void Scheduler::postprocess(const Batch& batch, const StepResult& result, double now) {
+  if (result.tokens.size() != batch.items.size())
+    throw ConfigError("executor: returned " + std::to_string(result.tokens.size()) + " tokens for " +
+                      std::to_string(batch.items.size()) + " sequences");
   bool any_finished = false;
   for (size_t k = 0; k < batch.items.size(); ++k) {
     const ScheduledSeq& item = batch.items[k];
@@ -175,7 +178,7 @@ void Scheduler::postprocess(const Batch& batch, const StepResult& result, double
     seq.num_computed_tokens += item.num_new;
     kv_.commit_full_blocks(seq);
     if (!item.samples()) continue;
-    const int32_t token = result.tokens.at(k);
+    const int32_t token = result.tokens[k];
     if (token < 0) throw ConfigError("executor: returned no token for sequence " + std::to_string(seq.id()));
     seq.append_token(token);
     if (seq.first_token_s < 0) {

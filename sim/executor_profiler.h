@@ -16,6 +16,10 @@ struct ProfileGrid {
   std::vector<int> decode_seqs;     // include 0
   std::vector<int> context;
   int repeats = 3;
+  // The first shared_prefix_tokens of every sequence's context sit in the same
+  // physical blocks, as the prefix cache lays out a shared system prompt: a
+  // decode step then reads that part of the KV once, which is cheaper on any cache.
+  int shared_prefix_tokens = 0;
 };
 
 // Powers of two up to each limit (and the limit itself), with 0 where it makes sense.

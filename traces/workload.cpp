@@ -98,6 +98,12 @@ void WorkloadConfig::validate() const {
 
 int WorkloadConfig::max_sequence_tokens() const { return static_cast<int>(longest_sequence(*this)); }
 
+int WorkloadConfig::shared_prefix_tokens() const {
+  if (kind == "shared_prefix" || kind == "multi_turn" || kind == "rag") return system_prompt_tokens;
+  if (kind == "llmd") return prefix_tokens;
+  return 0;
+}
+
 std::unique_ptr<RequestSource> make_workload(const WorkloadConfig& config, const WorkloadContext& context) {
   config.validate();
   return WorkloadRegistry::instance().create("workload.kind", config.kind, config, context);

@@ -60,6 +60,10 @@ struct WorkloadConfig {
   // Longest sequence (prompt + output) the workload produces, when a generator
   // knows it in advance; 0 when only reading the trace would tell.
   int max_sequence_tokens() const;
+  // Leading prompt tokens most requests share with others (a system prompt, a
+  // customer prefix), 0 when unknown: profiles use it to lay out KV the way
+  // prefix caching shares it.
+  int shared_prefix_tokens() const;
 };
 
 // What a source needs from the rest of the run.

@@ -29,7 +29,7 @@ int fidelity_command(const std::vector<std::string>& args) {
     return args.empty() ? 2 : 0;
   }
   std::string output;
-  int repeats = 3;
+  int repeats = 5;
   po::options_description extra;
   extra.add_options()("output", po::value<std::string>(&output), "results directory")(
       "repeats", po::value<int>(&repeats), "profile runs per grid point");

@@ -26,6 +26,7 @@ ProfileTable profile_configured_executor(const RunConfig& config, int repeats, i
   ProfileGrid grid = default_profile_grid(setup.engine.scheduler.max_batch_tokens, setup.engine.scheduler.max_num_seqs,
                                           max_context);
   grid.repeats = repeats;
+  grid.shared_prefix_tokens = config.engine.cache.prefix_cache ? config.workload.shared_prefix_tokens() : 0;
   setup.num_blocks = std::max(setup.num_blocks, blocks_for_grid(grid, setup.engine.cache.block_size));
   RunConfig measured = config;
   measured.executor.timing = "measured";
