@@ -1,5 +1,6 @@
 #include "engine/kv_cache_manager.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "engine/block_hash.h"
@@ -32,7 +33,10 @@ PrefixHit KvCacheManager::find_cached_prefix(Sequence& seq) const {
   const int max_blocks = (seq.num_tokens() - 1) / block_size_;
   if (max_blocks <= 0) return hit;
   const std::vector<uint64_t>& hashes = seq.block_hashes(block_size_);
+  constexpr int kAhead = 8;
+  for (int b = 0; b < std::min(kAhead, max_blocks); ++b) cached_.prefetch(hashes[b]);
   for (int b = 0; b < max_blocks; ++b) {
+    if (b + kAhead < max_blocks) cached_.prefetch(hashes[b + kAhead]);
     const int32_t* block = cached_.find(hashes[b]);
     if (!block) break;
     hit.blocks.push_back(*block);
@@ -112,7 +116,11 @@ void KvCacheManager::commit_new_blocks(Sequence& seq) {
 }
 
 void KvCacheManager::free(Sequence& seq) {
+  const int n = static_cast<int>(seq.block_table.size());
+  for (int i = n - 1; i >= std::max(0, n - 8); --i) __builtin_prefetch(&blocks_[seq.block_table[i]]);
   for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) {
+    const auto ahead = it + 8;
+    if (ahead < seq.block_table.rend()) __builtin_prefetch(&blocks_[*ahead]);
     Block& block = blocks_[*it];
     if (--block.ref_count == 0) {
       if (block.has_hash)

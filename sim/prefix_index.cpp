@@ -1,5 +1,7 @@
 #include "sim/prefix_index.h"
 
+#include <algorithm>
+
 namespace testbed {
 
 void PrefixIndex::add(uint64_t hash, int instance) { index_[hash].insert(instance); }
@@ -31,8 +33,11 @@ void PrefixIndex::apply(int instance, const KvEvent& e) {
 void PrefixIndex::match(const std::vector<uint64_t>& hashes, std::vector<int>& out) const {
   out.assign(num_instances_, 0);
   InstanceSet alive = InstanceSet::all(num_instances_);
+  constexpr size_t kAhead = 8;  // overlap the table's cache misses (see FlatHashMap64::prefetch)
+  for (size_t k = 0; k < std::min(kAhead, hashes.size()); ++k) index_.prefetch(hashes[k]);
   size_t k = 0;
   for (; k < hashes.size(); ++k) {
+    if (k + kAhead < hashes.size()) index_.prefetch(hashes[k + kAhead]);
     const InstanceSet* holders = index_.find(hashes[k]);
     const InstanceSet now = holders ? (alive & *holders) : InstanceSet();
     alive.minus(now).for_each([&](int i) { out[i] = static_cast<int>(k); });

@@ -21,7 +21,9 @@ namespace testbed {
 
 class PrefixIndex {
  public:
-  explicit PrefixIndex(int num_instances) : num_instances_(num_instances) {}
+  // `expected_blocks`: entries to size the table for up front (growth rehashes it all).
+  explicit PrefixIndex(int num_instances, size_t expected_blocks = 16)
+      : num_instances_(num_instances), index_(expected_blocks) {}
   void add(uint64_t hash, int instance);
   void remove(uint64_t hash, int instance);
   void clear_instance(int instance);

@@ -10,7 +10,9 @@ namespace {
 
 class PrefixPreciseRouter : public Router {
  public:
-  explicit PrefixPreciseRouter(int n) : n_(n), index_(n) {}
+  // The index is sized for every instance's blocks at once: no rehash mid-run.
+  PrefixPreciseRouter(int n, int blocks_per_instance)
+      : n_(n), index_(n, static_cast<size_t>(n) * blocks_per_instance) {}
   bool wants_kv_events() const override { return true; }
   void on_kv_event(int instance, const KvEvent& e) override { index_.apply(instance, e); }
 
@@ -34,7 +36,9 @@ class PrefixPreciseRouter : public Router {
 };
 
 TESTBED_REGISTER(RouterRegistry, "prefix_precise",
-                 [](const RouterSetup& s) { return std::make_unique<PrefixPreciseRouter>(s.num_instances); });
+                 [](const RouterSetup& s) {
+  return std::make_unique<PrefixPreciseRouter>(s.num_instances, s.blocks_per_instance);
+});
 
 }  // namespace
 }  // namespace testbed

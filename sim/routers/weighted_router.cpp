@@ -14,7 +14,8 @@ namespace {
 
 class WeightedRouter : public Router {
  public:
-  WeightedRouter(int n, const RouterConfig& c) : n_(n), c_(c), index_(n) {}
+  WeightedRouter(int n, const RouterConfig& c, int blocks_per_instance)
+      : n_(n), c_(c), index_(n, static_cast<size_t>(n) * blocks_per_instance) {}
   bool wants_kv_events() const override { return true; }
   void on_kv_event(int instance, const KvEvent& e) override { index_.apply(instance, e); }
 
@@ -54,7 +55,7 @@ class WeightedRouter : public Router {
 };
 
 TESTBED_REGISTER(RouterRegistry, "weighted",
-                 [](const RouterSetup& s) { return std::make_unique<WeightedRouter>(s.num_instances, s.config); });
+                 [](const RouterSetup& s) { return std::make_unique<WeightedRouter>(s.num_instances, s.config, s.blocks_per_instance); });
 
 }  // namespace
 }  // namespace testbed
