@@ -4,7 +4,8 @@
 # benchmarks, then prints one table against the project's goals:
 #   decode  >= 80% of the measured device-to-device copy bandwidth at long contexts (>= 8k keys)
 #   prefill >= 300 TFLOP/s, bf16, head_dim 128, causal, >= 4k tokens
-# Full logs and the profile CSVs go to ${OUT:-/tmp}/gpu_check/. Designed to
+# Full logs, the kernel profile CSVs and a step-time profile of the CUDA
+# executor (the HDF5 table cost_model.kind = profiled reads) go to ${OUT:-/tmp}/gpu_check/. Designed to
 # finish in under 8 minutes on one H200; every stage has its own time limit.
 #   experiments/gpu_check.sh            (from the repository root)
 set -uo pipefail
@@ -18,7 +19,7 @@ stage() { echo "== $1 ($(date +%H:%M:%S))"; }
 stage "configure + build (sm_90) -> $LOG_DIR/build.log"
 if ! timeout 300 bash -c "cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
       -DTESTBED_CUDA=ON -DTESTBED_BENCHMARKS=ON &&
-    cmake --build build-gpu -j$JOBS --target gpu_test_kernels bench_attention" > "$LOG_DIR/build.log" 2>&1; then
+    cmake --build build-gpu -j$JOBS --target gpu_test_kernels bench_attention testbed" > "$LOG_DIR/build.log" 2>&1; then
   tail -30 "$LOG_DIR/build.log"
   echo "BUILD FAILED (see $LOG_DIR/build.log)"
   exit 1
@@ -49,6 +50,11 @@ if [ $rc -ne 0 ]; then
   status=1
 fi
 grep -m 1 "copy bandwidth" "$LOG_DIR/bench_attention.log"
+
+stage "step profile of the CUDA executor (cost_model.kind = profiled) -> $LOG_DIR/profile/step_profile_cuda.h5"
+timeout 120 build-gpu/testbed profile experiments/quickstart.ini --executor.kind=cuda --repeats 2 \
+  --output "$LOG_DIR/profile/step_profile_cuda.h5" > "$LOG_DIR/step_profile.log" 2>&1 || { tail -5 "$LOG_DIR/step_profile.log"; status=1; }
+tail -2 "$LOG_DIR/step_profile.log"
 
 stage "summary"
 awk -F, '
