@@ -15,6 +15,9 @@ Engine::Engine(int instance, const EngineConfig& config, int num_blocks, std::un
 void Engine::add_request(Request request, double now) {
   auto seq = std::make_unique<Sequence>(std::move(request));
   scheduler_.check_admissible(*seq);
+  // Hash the prompt's blocks on arrival, as vLLM's engine core does when it
+  // adds a request, so scheduling steps only look them up.
+  if (kv_.prefix_cache_enabled()) seq->block_hashes(kv_.block_size());
   if (sink_) sink_->on_arrival(instance_, *seq, now);
   scheduler_.add(std::move(seq));
 }
