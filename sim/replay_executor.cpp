@@ -13,7 +13,7 @@ StepResult ReplayExecutor::execute(const Batch& batch) {
   r.tokens.assign(batch.items.size(), -1);
   for (size_t i = 0; i < batch.items.size(); ++i)
     if (batch.items[i].samples())
-      r.tokens[i] = next_placeholder_token(*batch.items[i].seq, vocab_size_);
+      r.tokens[i] = next_synthetic_token(*batch.items[i].seq, vocab_size_);
   r.duration_s = durations_[next_++];
   return r;
 }

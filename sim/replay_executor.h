@@ -1,5 +1,5 @@
 // ReplayExecutor: a simulated executor whose k-th step lasts exactly the k-th
-// recorded duration (placeholder tokens, as SimExecutor). With the durations of
+// recorded duration (synthetic tokens, as SimExecutor). With the durations of
 // a real run it replays that run's timeline inside the simulator; the step
 // identity test uses it to prove the simulator drives the very same scheduler.
 #pragma once

@@ -1,4 +1,4 @@
-// SimExecutor: no model. Each sampling sequence gets a placeholder token (the
+// SimExecutor: no model. Each sampling sequence gets a synthetic token (the
 // request's scripted output when it has one, else a token derived from the
 // request id and position), and the step's duration is the cost model's
 // prediction. CostTimedExecutor runs a real executor but reports the cost
@@ -40,9 +40,9 @@ class CostTimedExecutor : public Executor {
   std::shared_ptr<const CostModel> cost_model_;
 };
 
-// The placeholder token a simulated sequence emits at output index `index`.
-int32_t placeholder_token(const Request& request, int index, int vocab_size);
+// The synthetic token a simulated sequence emits at output index `index`.
+int32_t synthetic_token(const Request& request, int index, int vocab_size);
 // The same for the sequence's next output token (reads only its hot fields).
-int32_t next_placeholder_token(const Sequence& seq, int vocab_size);
+int32_t next_synthetic_token(const Sequence& seq, int vocab_size);
 
 }  // namespace testbed

@@ -21,28 +21,20 @@
 // Prefixes are generated on demand from (seed, customer), never stored.
 #include <vector>
 
-#include "traces/arrivals.h"
+#include "traces/generated_workload.h"
 #include "traces/random_tokens.h"
-#include "traces/workload.h"
 
 namespace testbed {
 namespace {
 
-class LlmdWorkload : public RequestSource {
+class LlmdWorkload : public GeneratedWorkload {
  public:
   LlmdWorkload(const WorkloadConfig& c, const WorkloadContext& ctx)
-      : c_(c),
-        ctx_(ctx),
-        arrivals_(c.arrival, c.rate, c.burstiness, mix_seed(c.seed, 1)),
-        rng_(mix_seed(c.seed, 2)),
+      : GeneratedWorkload(c, ctx),
         prefix_seed_(mix_seed(c.seed, 6)),
         user_seed_(mix_seed(c.seed, 7)) {}
 
-  std::optional<Request> next() override {
-    if (next_id_ >= c_.num_requests) return std::nullopt;
-    Request r;
-    r.id = next_id_++;
-    r.arrival_s = arrivals_.next();
+  void fill(Request& r) override {
     const int64_t customer = static_cast<int64_t>(rng_.below(static_cast<uint64_t>(c_.num_customers)));
     const int64_t user = static_cast<int64_t>(rng_.below(static_cast<uint64_t>(c_.users_per_customer)));
     r.session_id = customer * c_.users_per_customer + user;
@@ -52,20 +44,10 @@ class LlmdWorkload : public RequestSource {
     append_span_tokens(r.prompt, user_seed_, static_cast<uint64_t>(r.session_id), c_.user_context_tokens,
                        ctx_.vocab_size);
     append_random_tokens(r.prompt, rng_, c_.query_tokens, ctx_.vocab_size);
-    r.max_output_tokens = c_.output_tokens;
-    r.sampling = ctx_.sampling;
-    return r;
   }
 
-  int64_t size_hint() const override { return c_.num_requests; }
-
  private:
-  WorkloadConfig c_;
-  WorkloadContext ctx_;
-  ArrivalProcess arrivals_;
-  Rng rng_;
   uint64_t prefix_seed_, user_seed_;
-  int64_t next_id_ = 0;
 };
 
 TESTBED_REGISTER(WorkloadRegistry, "llmd", [](const WorkloadConfig& c, const WorkloadContext& ctx) {

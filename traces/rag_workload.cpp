@@ -11,53 +11,35 @@
 // held in memory, only the Zipf table (one double per document).
 #include <vector>
 
-#include "traces/arrivals.h"
+#include "traces/generated_workload.h"
 #include "traces/random_tokens.h"
-#include "traces/workload.h"
 #include "traces/zipf_sampler.h"
 
 namespace testbed {
 namespace {
 
-class RagWorkload : public RequestSource {
+class RagWorkload : public GeneratedWorkload {
  public:
   RagWorkload(const WorkloadConfig& c, const WorkloadContext& ctx)
-      : c_(c),
-        ctx_(ctx),
-        arrivals_(c.arrival, c.rate, c.burstiness, mix_seed(c.seed, 1)),
-        rng_(mix_seed(c.seed, 2)),
+      : GeneratedWorkload(c, ctx),
         popularity_(c.num_documents, c.zipf_s),
         document_seed_(mix_seed(c.seed, 5)) {
     append_span_tokens(system_prompt_, mix_seed(c.seed, 3), 0, c.system_prompt_tokens, ctx.vocab_size);
   }
 
-  std::optional<Request> next() override {
-    if (next_id_ >= c_.num_requests) return std::nullopt;
-    Request r;
-    r.id = next_id_++;
-    r.arrival_s = arrivals_.next();
+  void fill(Request& r) override {
     r.prompt.reserve(system_prompt_.size() + static_cast<size_t>(c_.documents_per_request) * c_.document_tokens +
                      c_.user_tokens + c_.output_tokens);
     r.prompt = system_prompt_;
     for (int64_t doc : popularity_.draw_distinct(rng_, c_.documents_per_request))
       append_span_tokens(r.prompt, document_seed_, static_cast<uint64_t>(doc), c_.document_tokens, ctx_.vocab_size);
     append_random_tokens(r.prompt, rng_, c_.user_tokens, ctx_.vocab_size);
-    r.max_output_tokens = c_.output_tokens;
-    r.sampling = ctx_.sampling;
-    return r;
   }
 
-  int64_t size_hint() const override { return c_.num_requests; }
-
  private:
-  WorkloadConfig c_;
-  WorkloadContext ctx_;
-  ArrivalProcess arrivals_;
-  Rng rng_;
   ZipfSampler popularity_;
   uint64_t document_seed_;
   std::vector<int32_t> system_prompt_;
-  int64_t next_id_ = 0;
 };
 
 TESTBED_REGISTER(WorkloadRegistry, "rag", [](const WorkloadConfig& c, const WorkloadContext& ctx) {
