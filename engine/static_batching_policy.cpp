@@ -2,6 +2,10 @@
 // formed from the queue (FCFS), then runs until its longest request finishes;
 // nothing joins while any member decodes. The baseline iteration-level
 // (continuous) batching is compared against in papers/orca/.
+// The batch closes as soon as a member decodes, so with chunked prefill and a
+// small step budget it holds only the prompts of its first step: run it with
+// chunked_prefill = false and a budget that fits a full batch of prompts (as
+// experiments/orca.ini does), which is how request-level servers batch.
 #include "engine/scheduling_policy.h"
 
 namespace testbed {
