@@ -52,7 +52,9 @@ fi
 grep -m 1 "copy bandwidth" "$LOG_DIR/bench_attention.log"
 
 stage "step profile of the CUDA executor (cost_model.kind = profiled) -> $LOG_DIR/profile/step_profile_cuda.h5"
+# The small model (head dim 128; the CUDA kernels take 64 or 128, the tiny CPU model has 32).
 timeout 120 build-gpu/testbed profile experiments/quickstart.ini --executor.kind=cuda --repeats 2 \
+  --model.config=experiments/models/small.json --cache.num_blocks=8192 \
   --output "$LOG_DIR/profile/step_profile_cuda.h5" > "$LOG_DIR/step_profile.log" 2>&1 || { tail -5 "$LOG_DIR/step_profile.log"; status=1; }
 tail -2 "$LOG_DIR/step_profile.log"
 
