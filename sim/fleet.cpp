@@ -87,7 +87,6 @@ std::vector<InstanceLoad> Fleet::loads() const {
     out[i].num_waiting = e.scheduler().num_waiting();
     out[i].num_running = e.scheduler().num_running();
     out[i].kv_usage = e.kv_cache().usage();
-    out[i].num_blocks = e.kv_cache().num_blocks();
   }
   return out;
 }

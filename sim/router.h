@@ -38,7 +38,6 @@ struct InstanceLoad {
   int num_waiting = 0;
   int num_running = 0;
   double kv_usage = 0.0;  // used blocks / blocks
-  int num_blocks = 0;
   int load() const { return num_waiting + num_running; }  // requests in the instance
 };
 

@@ -80,60 +80,49 @@ void ResultsFile::set_attr(const std::string& group, const std::string& name, co
   a.write(type, v.empty() ? std::string(" ") : v);
 }
 
+namespace {
+
+// One column of a table of records: field(x) for every row, as type T.
+template <class T, class Row, class Field>
+std::vector<T> column(const std::vector<Row>& rows, Field field) {
+  std::vector<T> v;
+  v.reserve(rows.size());
+  for (const Row& x : rows) v.push_back(static_cast<T>(field(x)));
+  return v;
+}
+
+}  // namespace
+
 void ResultsFile::write_requests(const std::vector<RequestRecord>& unsorted) {
   std::vector<RequestRecord> r = unsorted;
   std::sort(r.begin(), r.end(), [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
-  auto col_d = [&](auto f) {
-    std::vector<double> v;
-    v.reserve(r.size());
-    for (const auto& x : r) v.push_back(f(x));
-    return v;
-  };
-  auto col_i = [&](auto f) {
-    std::vector<int32_t> v;
-    v.reserve(r.size());
-    for (const auto& x : r) v.push_back(f(x));
-    return v;
-  };
-  std::vector<int64_t> ids;
-  for (const auto& x : r) ids.push_back(x.id);
-  add_column("requests", "id", ids);
-  add_column("requests", "instance", col_i([](const RequestRecord& x) { return x.instance; }));
-  add_column("requests", "arrival_s", col_d([](const RequestRecord& x) { return x.arrival_s; }));
-  add_column("requests", "first_token_s", col_d([](const RequestRecord& x) { return x.first_token_s; }));
-  add_column("requests", "finish_s", col_d([](const RequestRecord& x) { return x.finish_s; }));
-  add_column("requests", "ttft_s", col_d([](const RequestRecord& x) { return x.ttft_s(); }));
-  add_column("requests", "tpot_s", col_d([](const RequestRecord& x) { return x.tpot_s(); }));
-  add_column("requests", "e2e_s", col_d([](const RequestRecord& x) { return x.e2e_s(); }));
-  add_column("requests", "prompt_tokens", col_i([](const RequestRecord& x) { return x.prompt_tokens; }));
-  add_column("requests", "cached_tokens", col_i([](const RequestRecord& x) { return x.cached_tokens; }));
-  add_column("requests", "output_tokens", col_i([](const RequestRecord& x) { return x.output_tokens; }));
-  add_column("requests", "preemptions", col_i([](const RequestRecord& x) { return x.preemptions; }));
+  using R = RequestRecord;
+  add_column("requests", "id", column<int64_t>(r, [](const R& x) { return x.id; }));
+  add_column("requests", "instance", column<int32_t>(r, [](const R& x) { return x.instance; }));
+  add_column("requests", "arrival_s", column<double>(r, [](const R& x) { return x.arrival_s; }));
+  add_column("requests", "first_token_s", column<double>(r, [](const R& x) { return x.first_token_s; }));
+  add_column("requests", "finish_s", column<double>(r, [](const R& x) { return x.finish_s; }));
+  add_column("requests", "ttft_s", column<double>(r, [](const R& x) { return x.ttft_s(); }));
+  add_column("requests", "tpot_s", column<double>(r, [](const R& x) { return x.tpot_s(); }));
+  add_column("requests", "e2e_s", column<double>(r, [](const R& x) { return x.e2e_s(); }));
+  add_column("requests", "prompt_tokens", column<int32_t>(r, [](const R& x) { return x.prompt_tokens; }));
+  add_column("requests", "cached_tokens", column<int32_t>(r, [](const R& x) { return x.cached_tokens; }));
+  add_column("requests", "output_tokens", column<int32_t>(r, [](const R& x) { return x.output_tokens; }));
+  add_column("requests", "preemptions", column<int32_t>(r, [](const R& x) { return x.preemptions; }));
 }
 
 void ResultsFile::write_steps(const std::vector<StepRecord>& s) {
-  auto col_d = [&](auto f) {
-    std::vector<double> v;
-    v.reserve(s.size());
-    for (const auto& x : s) v.push_back(f(x));
-    return v;
-  };
-  auto col_i = [&](auto f) {
-    std::vector<int32_t> v;
-    v.reserve(s.size());
-    for (const auto& x : s) v.push_back(f(x));
-    return v;
-  };
-  add_column("steps", "instance", col_i([](const StepRecord& x) { return x.instance; }));
-  add_column("steps", "start_s", col_d([](const StepRecord& x) { return x.start_s; }));
-  add_column("steps", "duration_s", col_d([](const StepRecord& x) { return x.duration_s; }));
-  add_column("steps", "num_seqs", col_i([](const StepRecord& x) { return x.num_seqs; }));
-  add_column("steps", "prefill_tokens", col_i([](const StepRecord& x) { return x.prefill_tokens; }));
-  add_column("steps", "decode_tokens", col_i([](const StepRecord& x) { return x.decode_tokens; }));
-  add_column("steps", "kv_blocks_used", col_i([](const StepRecord& x) { return x.kv_blocks_used; }));
-  add_column("steps", "num_preempted", col_i([](const StepRecord& x) { return x.num_preempted; }));
-  add_column("steps", "num_waiting", col_i([](const StepRecord& x) { return x.num_waiting; }));
-  add_column("steps", "num_running", col_i([](const StepRecord& x) { return x.num_running; }));
+  using S = StepRecord;
+  add_column("steps", "instance", column<int32_t>(s, [](const S& x) { return x.instance; }));
+  add_column("steps", "start_s", column<double>(s, [](const S& x) { return x.start_s; }));
+  add_column("steps", "duration_s", column<double>(s, [](const S& x) { return x.duration_s; }));
+  add_column("steps", "num_seqs", column<int32_t>(s, [](const S& x) { return x.num_seqs; }));
+  add_column("steps", "prefill_tokens", column<int32_t>(s, [](const S& x) { return x.prefill_tokens; }));
+  add_column("steps", "decode_tokens", column<int32_t>(s, [](const S& x) { return x.decode_tokens; }));
+  add_column("steps", "kv_blocks_used", column<int32_t>(s, [](const S& x) { return x.kv_blocks_used; }));
+  add_column("steps", "num_preempted", column<int32_t>(s, [](const S& x) { return x.num_preempted; }));
+  add_column("steps", "num_waiting", column<int32_t>(s, [](const S& x) { return x.num_waiting; }));
+  add_column("steps", "num_running", column<int32_t>(s, [](const S& x) { return x.num_running; }));
 }
 
 void ResultsFile::write_summary(const Summary& summary) {

@@ -151,3 +151,26 @@ TEST_CASE("a failed allocation leaves the cache unchanged", "[kv_cache]") {
   CHECK(kv.num_free_blocks() == 2);
   CHECK(a->block_table.empty());
 }
+
+TEST_CASE("clear_cache forgets every cached block and says so once", "[kv_cache]") {
+  KvCacheManager kv(8, 2, true);
+  EventLedger ledger;
+  kv.add_listener(&ledger);
+  auto a = make_seq(0, {1, 2, 3, 4, 5});
+  REQUIRE(kv.allocate(*a, 5));
+  a->num_computed_tokens = 5;
+  kv.commit_full_blocks(*a);
+  REQUIRE(kv.num_cached_blocks() == 2);
+  REQUIRE(ledger.stored.size() == 2);
+  kv.clear_cache();
+  CHECK(kv.num_cached_blocks() == 0);
+  CHECK(ledger.stored.empty());  // AllCleared reached the listener
+  CHECK(kv.num_used_blocks() == 3);  // blocks in use keep their contents
+  std::vector<const Sequence*> live{a.get()};
+  CHECK(kv.check_invariants(live).empty());
+  auto b = make_seq(1, {1, 2, 3, 4, 5});
+  CHECK(kv.find_cached_prefix(*b).num_tokens() == 0);
+  kv.free(*a);
+  CHECK(kv.check_invariants({}).empty());
+  CHECK(ledger.errors == 0);
+}
