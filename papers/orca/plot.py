@@ -11,30 +11,31 @@ Reads results/orca/b<max_num_seqs>/<policy>/rate-<r>/results.h5 and writes
 and prints the README's tables (markdown) on stdout, including where the time of the
 saturated runs in results/orca/steps/ goes. Normalized latency is a request's
 end-to-end latency divided by its output tokens (s/token), as in Orca's evaluation.
+Results files are read through analysis/results.py.
 """
 import argparse
-import glob
 import os
 import re
 import sys
 
-import h5py
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
+import results  # noqa: E402  (analysis/results.py)
+
 POLICIES = [("static", "request-level (static)", "tab:red"), ("fcfs", "iteration-level (fcfs)", "tab:blue")]
 NL_TARGETS_S = (0.025, 0.05)  # median normalized latency targets for "throughput at equal latency"
 
 
-def load_run(path):
-    """Summary metrics of one results.h5, plus normalized latency and batch occupancy."""
-    with h5py.File(path, "r") as f:
-        s = dict(f["summary"].attrs)
-        req = f["requests"]
-        nl = np.asarray(req["e2e_s"][:], float) / np.asarray(req["output_tokens"][:], float)
+def load_run(run):
+    """Summary metrics of one run (a results.Results), plus normalized latency and batch occupancy."""
+    s = dict(run.summary)
+    req = run.requests
+    nl = np.asarray(req["e2e_s"], float) / np.asarray(req["output_tokens"], float)
     s["nl_p50_s"] = float(np.nanmedian(nl))
     s["nl_mean_s"] = float(np.nanmean(nl))
     s["nl_p90_s"] = float(np.nanpercentile(nl, 90))
@@ -47,11 +48,11 @@ def load_run(path):
 def load_sweep(root):
     """{(max_num_seqs, policy): [(rate, summary), ...] sorted by rate}."""
     sweep = {}
-    for path in glob.glob(os.path.join(root, "b*", "*", "rate-*", "results.h5")):
+    for path in results.find(os.path.join(root, "b*", "*", "rate-*")):
         m = re.search(r"b(\d+)/([^/]+)/rate-([0-9.]+)/results\.h5$", path)
         if m:
             key = (int(m.group(1)), m.group(2))
-            sweep.setdefault(key, []).append((float(m.group(3)), load_run(path)))
+            sweep.setdefault(key, []).append((float(m.group(3)), load_run(results.load(path))))
     for runs in sweep.values():
         runs.sort(key=lambda r: r[0])
     return sweep
@@ -169,7 +170,7 @@ def print_tables(sweep):
 
 def print_step_breakdown(root):
     """Where a saturated run's time goes: steps that carry a prompt vs decode-only steps."""
-    paths = glob.glob(os.path.join(root, "steps", "b*", "*", "results.h5"))
+    paths = results.find(os.path.join(root, "steps", "b*", "*"))
     order = {p: i for i, (p, _, _) in enumerate(POLICIES)}
     paths.sort(key=lambda p: (int(re.search(r"/b(\d+)/", p).group(1)), order.get(p.split(os.sep)[-2], 99)))
     if not paths:
@@ -180,11 +181,10 @@ def print_step_breakdown(root):
     print("|---|---|---|---|---|---|---|---|")
     for path in paths:
         m = re.search(r"b(\d+)/([^/]+)/results\.h5$", path)
-        with h5py.File(path, "r") as f:
-            st = f["steps"]
-            d = np.asarray(st["duration_s"][:])
-            prompt = np.asarray(st["prefill_tokens"][:]) > 0
-            dec = np.asarray(st["decode_tokens"][:])
+        st = results.load(path).steps
+        d = np.asarray(st["duration_s"])
+        prompt = np.asarray(st["prefill_tokens"]) > 0
+        dec = np.asarray(st["decode_tokens"])
         print(f"| {m.group(1)} | {m.group(2)} | {d.size} | {100 * prompt.mean():.1f}% | {100 * d[prompt].sum() / d.sum():.0f}% "
               f"| {1e3 * d[prompt].mean():.1f} | {1e3 * d[~prompt].mean():.1f} | {dec[~prompt].mean():.1f} |")
 

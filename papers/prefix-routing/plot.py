@@ -2,14 +2,13 @@
 
     papers/prefix-routing/run.sh && /usr/bin/python3 papers/prefix-routing/plot.py
 
-Reads only the runs' results.h5 files; writes PNGs beside this script and the
-tables to results/prefix-routing/tables.md. Sections that were not run are
-skipped.
+Reads only the runs' results.h5 files, through analysis/results.py; writes PNGs
+beside this script and the tables to results/prefix-routing/tables.md. Sections
+that were not run are skipped.
 """
 import os
 import sys
 
-import h5py
 import matplotlib
 
 matplotlib.use("Agg")
@@ -18,6 +17,9 @@ import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "analysis"))
+import results  # noqa: E402  (analysis/results.py)
+
 RES = os.path.join(ROOT, "results", "prefix-routing")
 ROUTERS = ["round_robin", "random", "least_loaded", "prefix_approx", "prefix_precise", "weighted", "cache_aware"]
 COLORS = dict(zip(ROUTERS, ["#7f7f7f", "#bcbd22", "#17becf", "#ff7f0e", "#d62728", "#9467bd", "#2ca02c"]))
@@ -30,20 +32,16 @@ STYLE["prefix_approx"].update(marker="s", ls="--", markersize=9, mfc="none")
 
 def load(path):
     """Summary attributes plus a few per-request / per-instance figures, or None."""
-    f5 = os.path.join(RES, path, "results.h5")
-    if not os.path.exists(f5):
+    r = results.load(os.path.join(RES, path), missing_ok=True)
+    if r is None:
         return None
-    with h5py.File(f5, "r") as f:
-        s = {k: float(v) for k, v in f["summary"].attrs.items() if np.isscalar(v) and not isinstance(v, (bytes, str))}
-        cached = f["requests"]["cached_tokens"][:]
-        s["request_hit_share"] = float((cached > 0).mean())
-        inst = f["instances"]
-        s["max_instance_util"] = float(inst["utilization"][:].max())
-        s["instance_requests"] = inst["requests"][:]
-        cfg = f["config"].attrs if "config" in f else {}
-        s["trace_path"] = cfg.get("trace.path", b"")
-        if isinstance(s["trace_path"], bytes):
-            s["trace_path"] = s["trace_path"].decode()
+    s = {k: v for k, v in r.summary.items() if isinstance(v, float)}
+    cached = r.requests["cached_tokens"]
+    s["request_hit_share"] = float((cached > 0).mean())
+    inst = r.instances
+    s["max_instance_util"] = float(inst["utilization"].max())
+    s["instance_requests"] = inst["requests"]
+    s["trace_path"] = r.config.get("trace.path", "")
     return s
 
 

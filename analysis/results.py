@@ -1,0 +1,145 @@
+"""The one reader of the HDF5 results file that `testbed run` writes.
+
+Every script under analysis/ and papers/ reads results through this module, so it
+is the only Python code that knows the layout (README.md, "Results file";
+engine/metrics/results_file.h):
+
+  - a table is a group of equal-length 1-D column datasets:
+    /requests, /steps, /instances, /instance_samples, /tokens (ragged: request_id,
+    offsets, ids), /profile;
+  - scalars are attributes of a group: /summary (float metrics), /config (the
+    resolved config, key -> string), /run (wall_s, simulated_s, executor, mode,
+    config_path, ...), /sim_summary (fidelity runs).
+
+    import results
+    r = results.load("results/quickstart")          # a run directory or its results.h5
+    r.summary["ttft_p50_s"], r.config["router.type"], r.get_config("fleet.num_instances", int)
+    r.requests["ttft_s"]                             # numpy array; r.table("steps") == {} if absent
+    runs = results.load_all("results/orca/b*/*/rate-*")   # {results.h5 path: Results}
+
+Everything is read eagerly into numpy arrays / Python values and the file is
+closed before load() returns. Attribute values become float (numbers) or str
+(strings; HDF5 fixed-length strings arrive from h5py as bytes).
+"""
+import dataclasses
+import glob
+import os
+
+import h5py
+import numpy as np
+
+FILE_NAME = "results.h5"
+_MISSING = object()
+
+
+@dataclasses.dataclass
+class Results:
+    """One run's results file, fully in memory."""
+
+    path: str  # the results.h5 that was read
+    attrs: dict  # group name -> {attribute -> float | str}, for every group in the file
+    tables: dict  # group name -> {column -> numpy array}, for groups holding datasets
+
+    @property
+    def summary(self):
+        return self.attrs.get("summary", {})
+
+    @property
+    def config(self):
+        return self.attrs.get("config", {})
+
+    @property
+    def run(self):
+        return self.attrs.get("run", {})
+
+    def table(self, name):
+        """{column -> numpy array} of table `name`; {} when the file has no such table."""
+        return self.tables.get(name, {})
+
+    @property
+    def requests(self):
+        return self.table("requests")
+
+    @property
+    def steps(self):
+        return self.table("steps")
+
+    @property
+    def instances(self):
+        return self.table("instances")
+
+    @property
+    def samples(self):
+        return self.table("instance_samples")
+
+    def get_config(self, key, type=str, default=_MISSING):
+        """Config value `key` converted to `type` (str, int, float or bool: "true"/"false").
+        Without a default, a missing key raises KeyError naming the key and the file."""
+        if key not in self.config:
+            if default is _MISSING:
+                raise KeyError(f"{self.path}: no config key {key!r}")
+            return default
+        value = self.config[key]
+        if type is bool:
+            if value.lower() not in ("true", "false", "1", "0", "on", "off", "yes", "no"):
+                raise ValueError(f"{self.path}: config {key} = {value!r} is not a boolean")
+            return value.lower() in ("true", "1", "on", "yes")
+        return type(value)
+
+
+def results_path(path):
+    """`path` itself if it is a file, else `path`/results.h5."""
+    return path if os.path.isfile(path) else os.path.join(path, FILE_NAME)
+
+
+def _value(v):
+    if isinstance(v, (bytes, np.bytes_)):
+        return v.decode()
+    if isinstance(v, str):
+        return v
+    if np.ndim(v) == 0:
+        return float(v)
+    return np.asarray(v)
+
+
+def load(path, missing_ok=False):
+    """Reads a results file, given as its path or as the run directory holding results.h5.
+
+    A missing file raises FileNotFoundError naming it (or returns None with
+    missing_ok=True); a file HDF5 cannot read raises OSError naming it."""
+    f5 = results_path(path)
+    if not os.path.isfile(f5):
+        if missing_ok:
+            return None
+        raise FileNotFoundError(f"{f5}: no such results file")
+    try:
+        f = h5py.File(f5, "r")
+    except OSError as e:
+        raise OSError(f"{f5}: cannot read results file: {e}") from e
+    attrs, tables = {}, {}
+    with f:
+        for name, group in f.items():
+            if not isinstance(group, h5py.Group):
+                continue
+            attrs[name] = {k: _value(v) for k, v in group.attrs.items()}
+            columns = {k: ds[()] for k, ds in group.items() if isinstance(ds, h5py.Dataset)}
+            if columns:
+                tables[name] = columns
+    return Results(path=f5, attrs=attrs, tables=tables)
+
+
+def find(pattern):
+    """Sorted results-file paths matching the glob `pattern`: a matching directory gives
+    its results.h5 (if it has one), a matching file gives itself if it ends in .h5."""
+    paths = set()
+    for p in glob.glob(pattern):
+        if os.path.isdir(p) and os.path.isfile(os.path.join(p, FILE_NAME)):
+            paths.add(os.path.join(p, FILE_NAME))
+        elif os.path.isfile(p) and p.endswith(".h5"):
+            paths.add(p)
+    return sorted(paths)
+
+
+def load_all(pattern):
+    """{results.h5 path: Results} for every run matching the glob `pattern` (see find)."""
+    return {p: load(p) for p in find(pattern)}
