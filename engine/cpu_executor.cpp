@@ -3,7 +3,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
+#include "engine/common/config_error.h"
+#include "engine/flat_batch.h"
 #include "engine/sampler.h"
 #include "kernels/attention/attention_ref.h"
 
@@ -11,7 +14,7 @@ namespace testbed {
 
 CpuExecutor::CpuExecutor(const ModelConfig& cfg, LlamaWeights weights, int num_blocks, int block_size,
                          int max_model_len)
-    : cfg_(cfg), w_(std::move(weights)), rope_(cfg, max_model_len) {
+    : cfg_(cfg), w_(std::move(weights)), rope_(cfg, max_model_len), max_model_len_(max_model_len) {
   layout_.num_blocks = num_blocks;
   layout_.block_size = block_size;
   layout_.num_kv_heads = cfg.num_kv_heads;
@@ -26,22 +29,14 @@ StepResult CpuExecutor::execute(const Batch& batch) {
   const int d = cfg_.head_dim, bs = layout_.block_size;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
 
-  // Flatten the batch: one row per new token, and the CSR block table.
-  std::vector<int32_t> token_ids, positions, token_seq, indptr{0}, indices, seq_lens;
-  for (int s = 0; s < batch.num_seqs(); ++s) {
-    const ScheduledSeq& item = batch.items[s];
-    const Sequence& seq = *item.seq;
-    for (int p = item.num_computed; p < item.num_computed + item.num_new; ++p) {
-      token_ids.push_back(seq.tokens()[p]);
-      positions.push_back(p);
-      token_seq.push_back(s);
-    }
-    indices.insert(indices.end(), seq.block_table.begin(), seq.block_table.end());
-    indptr.push_back(static_cast<int32_t>(indices.size()));
-    seq_lens.push_back(item.num_computed + item.num_new);
-  }
-  const int T = static_cast<int>(token_ids.size());
-  PagedKvTable table{indptr.data(), indices.data(), seq_lens.data(), batch.num_seqs()};
+  const FlatBatch flat = flatten_batch(batch, bs, max_model_len_);
+  const int T = flat.num_tokens();
+  const std::vector<int32_t>& token_ids = flat.token_ids;
+  const std::vector<int32_t>& positions = flat.positions;
+  const std::vector<int32_t>& token_seq = flat.row_item;
+  const std::vector<int32_t>& indptr = flat.kv_indptr;
+  const std::vector<int32_t>& indices = flat.kv_indices;
+  PagedKvTable table{indptr.data(), indices.data(), flat.seq_lens.data(), flat.num_items()};
 
   x_.resize(static_cast<size_t>(T) * H);
   for (int t = 0; t < T; ++t)
@@ -90,31 +85,79 @@ StepResult CpuExecutor::execute(const Batch& batch) {
     for (size_t i = 0; i < x_.size(); ++i) x_[i] += proj_[i];
   }
 
-  // Logits only for the rows that sample: each sampling item's last token.
-  StepResult result;
-  result.tokens.assign(batch.num_seqs(), -1);
-  std::vector<int> sample_rows, sample_items;
-  for (int s = 0, row = 0; s < batch.num_seqs(); ++s) {
-    row += batch.items[s].num_new;
-    if (batch.items[s].samples()) {
-      sample_rows.push_back(row - 1);
-      sample_items.push_back(s);
-    }
-  }
-  const int S = static_cast<int>(sample_rows.size());
+  // Logits only for the verified rows: each sampling item's last known token and its drafts.
+  const int S = static_cast<int>(flat.logit_rows.size());
   std::vector<float> last(static_cast<size_t>(S) * H);
   for (int i = 0; i < S; ++i)
-    std::memcpy(&last[static_cast<size_t>(i) * H], &x_[static_cast<size_t>(sample_rows[i]) * H], sizeof(float) * H);
+    std::memcpy(&last[static_cast<size_t>(i) * H], &x_[static_cast<size_t>(flat.logit_rows[i]) * H], sizeof(float) * H);
   rms_norm(last.data(), w_.final_norm.data.data(), S, H, eps, last.data());
   logits_.resize(static_cast<size_t>(S) * cfg_.vocab_size);
   linear(last.data(), S, w_.output_embedding(), logits_.data());
-  for (int i = 0; i < S; ++i) {
-    const ScheduledSeq& item = batch.items[sample_items[i]];
-    result.tokens[sample_items[i]] = sample_token(&logits_[static_cast<size_t>(i) * cfg_.vocab_size], cfg_.vocab_size,
-                                                  item.seq->request().sampling, item.seq->id(), item.seq->num_tokens());
+  const int V = cfg_.vocab_size;
+  StepResult result;
+  result.reserve(batch.items.size());
+  if (batch.want_probs) {
+    result.vocab_size = V;
+    result.probs.resize(static_cast<size_t>(S) * V);
+    result.prob_offsets = flat.logit_indptr;
+  }
+  std::vector<int32_t> target, out;
+  for (int s = 0; s < batch.num_seqs(); ++s) {
+    const ScheduledSeq& item = batch.items[s];
+    const int first = flat.logit_indptr[s], rows = flat.logit_indptr[s + 1] - first;
+    if (rows == 0) {
+      result.add_none();
+      continue;
+    }
+    // The target's own token at each verified position; drafts are accepted while they match.
+    const SamplingParams& sp = item.seq->request().sampling;
+    const int known = item.num_computed + item.num_new - item.num_draft;
+    target.resize(rows);
+    out.resize(rows);
+    for (int j = 0; j < rows; ++j) {
+      const float* row = &logits_[static_cast<size_t>(first + j) * V];
+      target[j] = sample_token(row, V, sp, item.seq->id(), known + j);
+      if (batch.want_probs) token_distribution(row, V, sp, &result.probs[static_cast<size_t>(first + j) * V]);
+    }
+    result.add_item(out.data(), verify_drafts(item, target.data(), out.data()));
   }
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
 }
+
+KvBlockData CpuExecutor::read_kv_blocks(const std::vector<int32_t>& blocks) const {
+  const size_t block_floats = layout_.block_stride();
+  KvBlockData data;
+  data.num_blocks = static_cast<int>(blocks.size());
+  data.bytes.resize(blocks.size() * cfg_.num_layers * 2 * block_floats * sizeof(float));
+  float* out = reinterpret_cast<float*>(data.bytes.data());
+  for (int32_t b : blocks)
+    for (int l = 0; l < cfg_.num_layers; ++l)
+      for (const auto* cache : {&k_cache_[l], &v_cache_[l]}) {
+        std::memcpy(out, cache->data() + layout_.offset(b, 0, 0), block_floats * sizeof(float));
+        out += block_floats;
+      }
+  return data;
+}
+
+void CpuExecutor::write_kv_blocks(const std::vector<int32_t>& blocks, const KvBlockData& data) {
+  const size_t block_floats = layout_.block_stride();
+  if (data.num_blocks != static_cast<int>(blocks.size()) ||
+      data.bytes.size() != blocks.size() * cfg_.num_layers * 2 * block_floats * sizeof(float))
+    throw std::logic_error("CpuExecutor::write_kv_blocks: the data does not hold " + std::to_string(blocks.size()) +
+                           " blocks of this model's KV layout");
+  const float* in = reinterpret_cast<const float*>(data.bytes.data());
+  for (int32_t b : blocks)
+    for (int l = 0; l < cfg_.num_layers; ++l)
+      for (auto* cache : {&k_cache_[l], &v_cache_[l]}) {
+        std::memcpy(cache->data() + layout_.offset(b, 0, 0), in, block_floats * sizeof(float));
+        in += block_floats;
+      }
+}
+
+TESTBED_REGISTER(ExecutorRegistry, "cpu", [](const ExecutorSetup& s) -> std::unique_ptr<Executor> {
+  return std::make_unique<CpuExecutor>(s.model, load_weights(s.model, s.weights, s.weights_seed), s.num_blocks,
+                                       s.block_size, s.max_model_len);
+});
 
 }  // namespace testbed

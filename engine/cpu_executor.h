@@ -21,8 +21,11 @@ class CpuExecutor : public Executor {
 
   StepResult execute(const Batch& batch) override;
   std::string name() const override { return "cpu"; }
+  // Bytes of block b, every layer: [layer][K, V][kv_head][slot][head_dim] floats.
+  KvBlockData read_kv_blocks(const std::vector<int32_t>& blocks) const override;
+  void write_kv_blocks(const std::vector<int32_t>& blocks, const KvBlockData& data) override;
 
-  // Logits of the last step's sampling rows, [num_sampled, vocab] (for tests).
+  // Logits of the last step's verified rows, [rows, vocab] in batch-item order (for tests).
   const std::vector<float>& last_logits() const { return logits_; }
   const KvLayout& layout() const { return layout_; }
 
@@ -31,6 +34,7 @@ class CpuExecutor : public Executor {
   LlamaWeights w_;
   KvLayout layout_;
   RopeTable rope_;
+  int max_model_len_;
   std::vector<std::vector<float>> k_cache_, v_cache_;  // per layer
   std::vector<float> x_, h_, q_, k_, v_, attn_, proj_, gate_, up_, logits_;
 };

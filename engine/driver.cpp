@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
 
 namespace testbed {
 namespace {
@@ -14,22 +14,19 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// One step on the wall clock: schedule at `now`, execute, finish at the clock's
-// reading, which it returns.
-double wall_clock_step(Engine& engine, Clock::time_point t0, double now) {
-  Batch batch = engine.schedule(now);
-  if (batch.empty())
+// One step on the wall clock: it starts at `now` and ends at the clock's
+// reading when the executor returns.
+StepOutcome wall_clock_step(Engine& engine, Clock::time_point t0, double now) {
+  StepOutcome out = engine.step(now, [t0] { return seconds_since(t0); });
+  if (out.seqs.empty())
     throw ConfigError("scheduler: no sequence could be scheduled although requests wait (configuration deadlock)");
-  StepResult result = engine.executor().execute(batch);
-  const double end = seconds_since(t0);
-  engine.complete_step(batch, result, now, end);
-  return end;
+  return out;
 }
 
 }  // namespace
 
-double run_offline(Engine& engine, RequestSource& source, const ProgressFn& progress) {
-  int64_t total = 0;
+double run_offline(Engine& engine, RequestSource& source, const ProgressFn& progress, int64_t* num_finished) {
+  int64_t total = 0, finished = 0;
   const Clock::time_point t0 = Clock::now();
   while (auto r = source.next()) {
     r->arrival_s = 0.0;
@@ -37,15 +34,16 @@ double run_offline(Engine& engine, RequestSource& source, const ProgressFn& prog
     ++total;
   }
   while (engine.has_unfinished()) {
-    wall_clock_step(engine, t0, seconds_since(t0));
-    if (progress) progress(total - engine.scheduler().num_running() - engine.scheduler().num_waiting(), total);
+    finished += wall_clock_step(engine, t0, seconds_since(t0)).num_finished;
+    if (progress) progress(finished, total);
   }
+  if (num_finished) *num_finished = finished;
   return seconds_since(t0);
 }
 
-double run_realtime(Engine& engine, RequestSource& source, const ProgressFn& progress) {
+double run_realtime(Engine& engine, RequestSource& source, const ProgressFn& progress, int64_t* num_finished) {
   const int64_t total = source.size_hint();
-  int64_t added = 0;
+  int64_t added = 0, finished = 0;
   std::optional<Request> pending = source.next();
   const Clock::time_point t0 = Clock::now();
   double idle_since = 0.0;  // end of the last step that left the engine without work
@@ -64,15 +62,37 @@ double run_realtime(Engine& engine, RequestSource& source, const ProgressFn& pro
       pending = source.next();
     }
     if (engine.has_unfinished()) {
-      const double end = wall_clock_step(engine, t0, now);
-      if (!engine.has_unfinished()) idle_since = end;
+      const StepOutcome out = wall_clock_step(engine, t0, now);
+      finished += out.num_finished;
+      if (!engine.has_unfinished()) idle_since = out.end_s;
     }
-    if (progress) {
-      const int64_t in_flight = engine.scheduler().num_running() + engine.scheduler().num_waiting();
-      progress(added - in_flight, total >= 0 ? total : added);
-    }
+    if (progress) progress(finished, total >= 0 ? total : added);
   }
+  if (num_finished) *num_finished = finished;
   return seconds_since(t0);
 }
 
+namespace {
+
+class WallClockDriver : public Driver {
+ public:
+  explicit WallClockDriver(bool offline) : offline_(offline) {}
+  DriverStats run(const EngineFactory& make_engine, RequestSource& source, const ProgressFn& progress) override {
+    std::unique_ptr<Engine> engine = make_engine(0);
+    DriverStats stats;
+    stats.wall_s = offline_ ? run_offline(*engine, source, progress, &stats.num_finished)
+                            : run_realtime(*engine, source, progress, &stats.num_finished);
+    return stats;
+  }
+  bool is_simulated() const override { return false; }
+
+ private:
+  bool offline_;
+};
+
+TESTBED_REGISTER(DriverRegistry, "offline", [](const DriverSetup&) { return std::make_unique<WallClockDriver>(true); });
+TESTBED_REGISTER(DriverRegistry, "realtime",
+                 [](const DriverSetup&) { return std::make_unique<WallClockDriver>(false); });
+
+}  // namespace
 }  // namespace testbed

@@ -1,13 +1,17 @@
-// Wall-clock drivers: they own time for real executors (CPU, CUDA). The
-// scheduler only ever sees the `now` they pass in.
-//   offline:  every request arrives at t = 0 (throughput benchmarks);
-//   realtime: requests are released when the wall clock passes their arrival.
-// The simulated driver (sim/) runs the same Engine on simulated time.
+// Drivers own time. The wall-clock drivers run a real executor (CPU, CUDA);
+// the scheduler only ever sees the `now` they pass in.
+//   offline:   every request arrives at t = 0 (throughput benchmarks);
+//   realtime:  requests are released when the wall clock passes their arrival;
+//   simulated: (sim/) the same Engine on simulated time, one or many instances.
+// Drivers register by name (driver.mode) and learn what every step did from
+// its StepOutcome only.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 
+#include "engine/common/registry.h"
 #include "engine/engine.h"
 #include "engine/request_source.h"
 
@@ -15,9 +19,33 @@ namespace testbed {
 
 // Called after every step with the requests finished so far.
 using ProgressFn = std::function<void(int64_t finished, int64_t total)>;
+// Makes the engine of instance i (0, 1, ...).
+using EngineFactory = std::function<std::unique_ptr<Engine>(int instance)>;
 
-// Both return the run's duration in seconds (wall clock).
-double run_offline(Engine& engine, RequestSource& source, const ProgressFn& progress);
-double run_realtime(Engine& engine, RequestSource& source, const ProgressFn& progress);
+struct DriverStats {
+  double wall_s = 0.0;       // wall-clock duration of the run
+  double simulated_s = 0.0;  // simulated time (simulated drivers)
+  int64_t num_events = 0;    // simulated drivers
+  int num_instances = 1;
+  int64_t num_finished = 0;
+};
+
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  // Runs every request of `source` through the engines it makes, until all finished.
+  virtual DriverStats run(const EngineFactory& make_engine, RequestSource& source, const ProgressFn& progress) = 0;
+  virtual bool is_simulated() const = 0;
+};
+
+struct DriverSetup {
+  MetricsSink* sink = nullptr;  // where fleet-level samples go
+};
+
+using DriverRegistry = Registry<Driver, const DriverSetup&>;
+
+// The wall-clock loops on one engine; both return the run's duration in seconds.
+double run_offline(Engine& engine, RequestSource& source, const ProgressFn& progress, int64_t* num_finished = nullptr);
+double run_realtime(Engine& engine, RequestSource& source, const ProgressFn& progress, int64_t* num_finished = nullptr);
 
 }  // namespace testbed

@@ -1,15 +1,37 @@
 #include "engine/engine.h"
 
+#include <stdexcept>
+
+#include "engine/common/config_error.h"
+#include "engine/common/option_table.h"
+
 namespace testbed {
+
+void EngineConfig::bind(OptionTable& table) {
+  scheduler.bind(table);
+  cache.bind(table);
+}
+
+void EngineConfig::validate() const {
+  scheduler.validate();
+  cache.validate();
+  require(max_model_len > 0, "model.max_model_len", "must be positive");
+}
 
 Engine::Engine(int instance, const EngineConfig& config, int num_blocks, std::unique_ptr<Executor> executor,
                MetricsSink* sink)
     : instance_(instance),
       kv_(num_blocks, config.cache.block_size, config.cache.prefix_cache),
       sink_(sink),
-      scheduler_(config.scheduler, kv_, config.max_model_len, sink, instance),
+      scheduler_(config.scheduler, kv_, config.max_model_len),
       executor_(std::move(executor)) {
-  if (sink_) kv_.add_listener(this);
+  scheduler_.set_hand_off_after_prefill(config.hand_off_after_prefill);
+  kv_.set_record_events(sink_ != nullptr);
+}
+
+void Engine::add_kv_listener(KvEventListener* listener) {
+  listeners_.push_back(listener);
+  kv_.set_record_events(true);
 }
 
 void Engine::add_request(Request request, double now) {
@@ -19,28 +41,107 @@ void Engine::add_request(Request request, double now) {
   // adds a request, so scheduling steps only look them up.
   if (kv_.prefix_cache_enabled()) seq->block_hashes(kv_.block_size());
   if (sink_) sink_->on_arrival(instance_, *seq, now);
-  scheduler_.add(std::move(seq));
+  scheduler_.add(std::move(seq), now);
 }
 
-Batch Engine::schedule(double now) { return scheduler_.schedule(now); }
-
-void Engine::complete_step(const Batch& batch, const StepResult& result, double start_s, double end_s) {
-  scheduler_.postprocess(batch, result, end_s);
-  if (!sink_) return;
-  StepRecord rec;
-  rec.instance = instance_;
-  rec.start_s = start_s;
-  rec.duration_s = end_s - start_s;
-  rec.num_seqs = batch.num_seqs();
-  rec.prefill_tokens = batch.num_prefill_tokens;
-  rec.decode_tokens = batch.num_decode_tokens;
-  rec.kv_blocks_used = kv_.num_used_blocks();
-  rec.num_preempted = static_cast<int>(batch.preempted.size());
-  rec.num_waiting = scheduler_.num_waiting();
-  rec.num_running = scheduler_.num_running();
-  sink_->on_step(rec);
+StepOutcome Engine::step(double now, const std::function<double()>& clock) {
+  const StepPlan plan = begin_step(now);
+  const StepResult result = executor_->execute(plan.batch);
+  return end_step(plan, result, clock());
 }
 
-void Engine::on_kv_event(const KvEvent& event) { sink_->on_kv_event(instance_, event); }
+StepOutcome Engine::step(double now) {
+  const StepPlan plan = begin_step(now);
+  const StepResult result = executor_->execute(plan.batch);
+  return end_step(plan, result, now + result.duration_s);
+}
+
+StepPlan Engine::begin_step(double now) {
+  StepPlan plan;
+  plan.start_s = now;
+  plan.batch = scheduler_.schedule(now);
+  publish_kv_events();  // evictions made room for this batch
+  return plan;
+}
+
+StepOutcome Engine::end_step(const StepPlan& plan, const StepResult& result, double end_s) {
+  StepOutcome out;
+  out.start_s = plan.start_s;
+  out.end_s = end_s;
+  out.preempted = plan.batch.preempted;
+  scheduler_.postprocess(plan.batch, result, end_s, out);
+  for (const SeqOutcome& o : out.seqs) {
+    Sequence& seq = *o.seq;
+    if (o.num_appended > 0) {
+      // One delivery per step: a verified run of proposed tokens reaches the client at once.
+      if (o.first_token) {
+        seq.first_token_s = end_s;
+        if (sink_) sink_->on_first_token(instance_, seq, end_s);
+      } else if (sink_) {
+        sink_->on_token(instance_, seq, end_s, end_s - seq.last_token_s);
+      }
+      seq.last_token_s = end_s;
+    }
+    if (o.finished) {
+      seq.finish_s = end_s;
+      if (sink_) sink_->on_finish(instance_, seq, end_s);
+    }
+  }
+  publish_kv_events();
+  if (sink_) {
+    StepRecord rec;
+    rec.instance = instance_;
+    rec.start_s = plan.start_s;
+    rec.duration_s = end_s - plan.start_s;
+    rec.num_seqs = plan.batch.num_seqs();
+    rec.prefill_tokens = plan.batch.num_prefill_tokens;
+    rec.decode_tokens = plan.batch.num_decode_tokens;
+    rec.kv_blocks_used = kv_.num_used_blocks();
+    rec.num_preempted = static_cast<int>(plan.batch.preempted.size());
+    rec.num_waiting = scheduler_.num_waiting();
+    rec.num_running = scheduler_.num_running();
+    sink_->on_step(rec);
+  }
+  return out;
+}
+
+bool Engine::begin_import(HandOff& h, KvImport& plan) {
+  if (!h.seq) throw std::logic_error("Engine::begin_import: the hand-off holds no sequence");
+  const int64_t id = h.seq->id();
+  if (importing_.count(id)) throw std::logic_error("Engine::begin_import: sequence " + std::to_string(id) + " twice");
+  scheduler_.check_admissible(*h.seq);
+  if (scheduler_.num_running() + static_cast<int>(importing_.size()) >= scheduler_.config().max_num_seqs) return false;
+  if (kv_.prefix_cache_enabled()) h.seq->block_hashes(kv_.block_size());
+  if (!kv_.import_blocks(*h.seq, h.kv, plan)) return false;
+  h.seq->status = SeqStatus::Importing;
+  importing_[id] = std::move(h.seq);
+  return true;
+}
+
+void Engine::end_import(int64_t seq_id, double /*now*/) {
+  auto it = importing_.find(seq_id);
+  if (it == importing_.end())
+    throw std::logic_error("Engine::end_import: sequence " + std::to_string(seq_id) + " is not importing");
+  std::unique_ptr<Sequence> seq = std::move(it->second);
+  importing_.erase(it);
+  kv_.commit_full_blocks(*seq);  // its blocks hold final tokens now
+  publish_kv_events();
+  scheduler_.add_running(std::move(seq));
+}
+
+std::vector<const Sequence*> Engine::live_sequences() const {
+  std::vector<const Sequence*> out = scheduler_.live_sequences();
+  for (const auto& [id, seq] : importing_) out.push_back(seq.get());
+  return out;
+}
+
+void Engine::publish_kv_events() {
+  if (kv_.events().empty()) return;
+  for (const KvEvent& e : kv_.events()) {
+    if (sink_) sink_->on_kv_event(instance_, e);
+    for (KvEventListener* l : listeners_) l->on_kv_event(e);
+  }
+  kv_.clear_events();
+}
 
 }  // namespace testbed

@@ -1,30 +1,50 @@
 // Engine = Scheduler + KvCacheManager + Executor: one serving instance, the same
 // object whether a wall-clock driver or the discrete-event simulator runs it.
 //
-//   Batch batch = engine.schedule(now);                 // step begins
-//   StepResult result = engine.executor().execute(batch);
-//   engine.complete_step(batch, result, start, end);    // step ends
+//   StepOutcome out = engine.step(now, clock);            // wall-clock drivers
 //
-// A real driver calls the three in a row on the wall clock (run_step does); the
-// simulator calls complete_step at the event time start + result.duration_s.
+//   StepPlan plan = engine.begin_step(now);               // the simulator: step begins
+//   StepResult result = engine.executor().execute(plan.batch);
+//   StepOutcome out = engine.end_step(plan, result, end); // ... and ends at an event
+//
+// end_step accepts or rolls back proposed tokens, appends tokens, commits the
+// blocks of final tokens, finishes sequences, hands sequences off, and
+// reports through the one MetricsSink: arrivals, tokens, finishes, the step,
+// and the KV events the step's cache operations recorded.
+//
+// Hand-off (prefill/decode disaggregation): with hand_off_after_prefill, a
+// sequence leaves after its first token with its KV export (StepOutcome::
+// handed_off); its blocks stay here until release_export. The receiving
+// engine reserves blocks with begin_import, the contents move between the
+// executors (kv_transfer.h does it in one process), and end_import lets the
+// sequence decode there.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 
 #include "engine/executor.h"
 #include "engine/kv_cache_manager.h"
 #include "engine/metrics_sink.h"
 #include "engine/scheduler.h"
+#include "engine/step.h"
 
 namespace testbed {
+
+class OptionTable;
 
 struct EngineConfig {
   SchedulerConfig scheduler;
   CacheConfig cache;
   int max_model_len = 4096;
+  bool hand_off_after_prefill = false;  // a prefill instance of a disaggregated deployment
+  // scheduler.* and cache.* (max_model_len is resolved from the model).
+  void bind(OptionTable& table);
+  void validate() const;
 };
 
-class Engine : private KvEventListener {
+class Engine {
  public:
   // num_blocks: KV capacity, resolved by the caller (from config or memory).
   Engine(int instance, const EngineConfig& config, int num_blocks, std::unique_ptr<Executor> executor,
@@ -33,24 +53,46 @@ class Engine : private KvEventListener {
   int instance() const { return instance_; }
   void add_request(Request request, double now);
 
-  Batch schedule(double now);
-  void complete_step(const Batch& batch, const StepResult& result, double start_s, double end_s);
+  // A whole step on a clock the driver reads when the executor returns.
+  StepOutcome step(double now, const std::function<double()>& clock);
+  // A whole step on a virtual clock: it ends now + the executor's duration.
+  StepOutcome step(double now);
+  StepPlan begin_step(double now);
+  StepOutcome end_step(const StepPlan& plan, const StepResult& result, double end_s);
 
-  bool has_unfinished() const { return scheduler_.has_unfinished(); }
+  // Receiving a handed-off sequence: reserves blocks for its KV (reusing
+  // what this cache holds) and takes the sequence; false (h untouched) when
+  // blocks or sequence slots are short, so the sender waits (back-pressure).
+  bool begin_import(HandOff& h, KvImport& plan);
+  // Its KV contents have arrived: it decodes here from the next step.
+  void end_import(int64_t seq_id, double now);
+  // The sender's side: a transfer ended, the exported blocks are free again.
+  void release_export(int64_t seq_id) { kv_.release_export(seq_id); }
+
+  bool has_unfinished() const { return scheduler_.has_unfinished() || !importing_.empty(); }
   Scheduler& scheduler() { return scheduler_; }
   const Scheduler& scheduler() const { return scheduler_; }
   KvCacheManager& kv_cache() { return kv_; }
   const KvCacheManager& kv_cache() const { return kv_; }
   Executor& executor() { return *executor_; }
+  // Sequences holding blocks here (running, preempted ones still holding, importing).
+  std::vector<const Sequence*> live_sequences() const;
+  // Empty when the KV cache's invariants hold for the live sequences.
+  std::string check_invariants() const { return kv_.check_invariants(live_sequences()); }
+
+  // Hears every KV event of this engine (after the sink), e.g. a router's index.
+  void add_kv_listener(KvEventListener* listener);
 
  private:
-  void on_kv_event(const KvEvent& event) override;
+  void publish_kv_events();
 
   int instance_;
   KvCacheManager kv_;
   MetricsSink* sink_;
   Scheduler scheduler_;
   std::unique_ptr<Executor> executor_;
+  std::vector<KvEventListener*> listeners_;
+  std::map<int64_t, std::unique_ptr<Sequence>> importing_;
 };
 
 }  // namespace testbed

@@ -1,21 +1,53 @@
 // Executor: runs one step's batch. Three implementations share this interface:
 // CpuExecutor (the real model, Eigen), CudaExecutor (the real model, this
 // project's kernels) and SimExecutor (no model; a cost model predicts time).
+// They register by name (executor.kind) and are built from an ExecutorSetup.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/batch.h"
+#include "engine/common/registry.h"
+#include "engine/cost_model.h"
+#include "engine/model/model_config.h"
 
 namespace testbed {
+
+// The K/V contents of some blocks, every layer, in the executor's own layout
+// (equal executors read and write the same bytes). Empty for executors that
+// hold no contents (the simulator moves block counts and hashes only).
+struct KvBlockData {
+  int num_blocks = 0;
+  std::vector<uint8_t> bytes;
+};
 
 class Executor {
  public:
   virtual ~Executor() = default;
-  // Computes K/V for every item's new tokens (into the blocks of its block table)
-  // and samples one token for each item that samples().
+  // Computes K/V for every item's new positions (into the blocks of its block
+  // table) and, for each item that samples, returns the tokens it appends
+  // (batch.h: accepted drafts, then one sampled token).
   virtual StepResult execute(const Batch& batch) = 0;
   virtual std::string name() const = 0;
+  // What a KV transfer between two engines copies (prefill/decode hand-off).
+  virtual KvBlockData read_kv_blocks(const std::vector<int32_t>& blocks) const {
+    return KvBlockData{static_cast<int>(blocks.size()), {}};
+  }
+  virtual void write_kv_blocks(const std::vector<int32_t>& blocks, const KvBlockData& data);
 };
+
+// What every executor is built from.
+struct ExecutorSetup {
+  ModelConfig model;
+  std::string weights = "dummy";  // "dummy" (seeded) or a .safetensors file
+  uint64_t weights_seed = 0;
+  int num_blocks = 0, block_size = 16, max_model_len = 4096;
+  std::shared_ptr<const CostModel> cost_model;  // executors that predict their time (sim)
+};
+
+using ExecutorRegistry = Registry<Executor, const ExecutorSetup&>;
 
 }  // namespace testbed

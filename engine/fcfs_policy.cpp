@@ -7,10 +7,9 @@ namespace {
 
 class FcfsPolicy : public SchedulingPolicy {
  public:
-  bool before(const Sequence& a, const Sequence& b) const override {
-    if (a.arrival_s() != b.arrival_s()) return a.arrival_s() < b.arrival_s();
-    return a.id() < b.id();
-  }
+  bool before(const Sequence& a, const Sequence& b, double) const override { return arrives_before(a, b); }
+  // The running list is in arrival order: the newest is last.
+  size_t choose_victim(const RunningList& running, double) const override { return running.size() - 1; }
 };
 
 TESTBED_REGISTER(SchedulingPolicyRegistry, "fcfs", [] { return std::make_unique<FcfsPolicy>(); });

@@ -2,11 +2,20 @@
 
 #include <algorithm>
 #include <sstream>
+#include <stdexcept>
 
 #include "engine/block_hash.h"
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
+#include "engine/common/option_table.h"
 
 namespace testbed {
+
+void CacheConfig::bind(OptionTable& t) {
+  t.add("cache.block_size", &block_size, "tokens per KV block");
+  t.add("cache.prefix_cache", &prefix_cache, "reuse cached blocks by chained hash");
+  t.add("cache.num_blocks", &num_blocks, "KV blocks (0: from device memory, simulated GPUs only)");
+  t.add("cache.gpu_memory_fraction", &gpu_memory_fraction, "share of device memory for weights and KV");
+}
 
 void CacheConfig::validate() const {
   require(block_size > 0 && block_size <= 1024, "cache.block_size", "must be in [1, 1024]");
@@ -115,12 +124,12 @@ void KvCacheManager::commit_new_blocks(Sequence& seq) {
   seq.num_committed_blocks = num_full;
 }
 
-void KvCacheManager::free(Sequence& seq) {
-  const int n = static_cast<int>(seq.block_table.size());
-  for (int i = n - 1; i >= std::max(0, n - 8); --i) __builtin_prefetch(&blocks_[seq.block_table[i]]);
-  for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) {
+void KvCacheManager::release_blocks(const std::vector<int32_t>& table) {
+  const int n = static_cast<int>(table.size());
+  for (int i = n - 1; i >= std::max(0, n - 8); --i) __builtin_prefetch(&blocks_[table[i]]);
+  for (auto it = table.rbegin(); it != table.rend(); ++it) {
     const auto ahead = it + 8;
-    if (ahead < seq.block_table.rend()) __builtin_prefetch(&blocks_[*ahead]);
+    if (ahead < table.rend()) __builtin_prefetch(&blocks_[*ahead]);
     Block& block = blocks_[*it];
     if (--block.ref_count == 0) {
       if (block.has_hash)
@@ -129,8 +138,90 @@ void KvCacheManager::free(Sequence& seq) {
         push_free_front(*it);
     }
   }
+}
+
+void KvCacheManager::free(Sequence& seq) {
+  release_blocks(seq.block_table);
   seq.block_table.clear();
   seq.num_committed_blocks = 0;
+}
+
+void KvCacheManager::truncate(Sequence& seq, int num_tokens) {
+  if (num_tokens < seq.num_committed_blocks * block_size_)
+    throw std::logic_error("KvCacheManager::truncate: sequence " + std::to_string(seq.id()) + " to " +
+                           std::to_string(num_tokens) + " tokens would cut into its registered blocks");
+  const int keep = blocks_needed(num_tokens);
+  while (static_cast<int>(seq.block_table.size()) > keep) {
+    const int b = seq.block_table.back();
+    seq.block_table.pop_back();
+    // Past the registered blocks: nothing reusable, so it is taken first.
+    if (--blocks_[b].ref_count == 0) push_free_front(b);
+  }
+  seq.num_computed_tokens = std::min(seq.num_computed_tokens, num_tokens);
+}
+
+KvExport KvCacheManager::export_blocks(Sequence& seq) {
+  if (exports_.count(seq.id()))
+    throw std::logic_error("KvCacheManager::export_blocks: sequence " + std::to_string(seq.id()) +
+                           " is exported already");
+  KvExport out;
+  out.seq_id = seq.id();
+  out.num_tokens = seq.num_computed_tokens;
+  out.block_size = block_size_;
+  out.blocks = seq.block_table;
+  const int num_full = std::min(seq.num_computed_tokens / block_size_, static_cast<int>(seq.block_table.size()));
+  const std::vector<uint64_t>& hashes = seq.block_hashes(block_size_);
+  out.block_hashes.assign(hashes.begin(), hashes.begin() + num_full);
+  exports_[seq.id()] = std::move(seq.block_table);
+  seq.block_table.clear();
+  seq.num_committed_blocks = 0;
+  return out;
+}
+
+void KvCacheManager::release_export(int64_t seq_id) {
+  auto it = exports_.find(seq_id);
+  if (it == exports_.end())
+    throw std::logic_error("KvCacheManager::release_export: sequence " + std::to_string(seq_id) + " is not exported");
+  release_blocks(it->second);
+  exports_.erase(it);
+}
+
+bool KvCacheManager::import_blocks(Sequence& seq, const KvExport& from, KvImport& plan) {
+  if (!seq.block_table.empty())
+    throw std::logic_error("KvCacheManager::import_blocks: sequence " + std::to_string(seq.id()) + " holds blocks");
+  if (from.block_size != block_size_)
+    throw std::logic_error("KvCacheManager::import_blocks: block size " + std::to_string(from.block_size) +
+                           " into a cache of " + std::to_string(block_size_));
+  const int total = blocks_needed(from.num_tokens);
+  if (static_cast<int>(from.blocks.size()) < total)
+    throw std::logic_error("KvCacheManager::import_blocks: the export holds fewer blocks than its tokens need");
+  // Leading blocks this cache holds already (another sequence computed the same prefix here).
+  int reused = 0, revived = 0;
+  if (prefix_cache_)
+    for (; reused < static_cast<int>(from.block_hashes.size()) && reused < total; ++reused) {
+      const int32_t* b = cached_.find(from.block_hashes[reused]);
+      if (!b) break;
+      if (blocks_[*b].ref_count == 0) ++revived;
+    }
+  if (total - reused + revived > num_free_) return false;
+  plan = KvImport{};
+  plan.num_reused_blocks = reused;
+  seq.block_table.reserve(blocks_needed(seq.num_prompt_tokens() + seq.max_output_tokens()));
+  for (int i = 0; i < reused; ++i) {
+    const int b = *cached_.find(from.block_hashes[i]);
+    touch(b);
+    seq.block_table.push_back(b);
+  }
+  for (int i = reused; i < total; ++i) {
+    const int b = take_free_block();
+    blocks_[b].ref_count = 1;
+    seq.block_table.push_back(b);
+    plan.source_blocks.push_back(from.blocks[i]);
+    plan.dest_blocks.push_back(b);
+  }
+  seq.num_computed_tokens = from.num_tokens;
+  seq.num_committed_blocks = reused;
+  return true;
 }
 
 void KvCacheManager::clear_cache() {
@@ -192,13 +283,11 @@ void KvCacheManager::unlink_free(int b) {
   --num_free_;
 }
 
-void KvCacheManager::publish(const KvEvent& event) {
-  for (KvEventListener* l : listeners_) l->on_kv_event(event);
-}
-
 std::string KvCacheManager::check_invariants(const std::vector<const Sequence*>& live) const {
   std::ostringstream err;
   std::vector<int> expected(blocks_.size(), 0);
+  for (const auto& [id, table] : exports_)
+    for (int32_t b : table) ++expected[b];
   for (const Sequence* s : live)
     for (int32_t b : s->block_table) {
       if (b < 0 || b >= num_blocks()) {

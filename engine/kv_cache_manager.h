@@ -2,20 +2,29 @@
 // own the memory, laid out as kv_layout.h says).
 //
 // Fixed-size blocks with reference counts; a block table per sequence. With the
-// prefix cache on, every full computed block is registered under its chained
-// hash; a new sequence takes the longest chain of registered blocks instead of
-// recomputing it (always leaving at least one prompt token to compute, so the
-// step that finishes the prompt has logits to sample from). Blocks of finished
-// sequences keep their hash on an LRU free list and are evicted lazily, only
-// when an allocation needs a block. Blocks that hold nothing reusable go to the
-// front of the free list so they are taken before any cached block.
+// prefix cache on, every full block of final tokens is registered under its
+// chained hash; a new sequence takes the longest chain of registered blocks
+// instead of recomputing it (always leaving at least one prompt token to
+// compute, so the step that finishes the prompt has logits to sample from).
+// Blocks of finished sequences keep their hash on an LRU free list and are
+// evicted lazily, only when an allocation needs a block. Blocks that hold
+// nothing reusable go to the front of the free list so they are taken before
+// any cached block.
 //
-// Verbs, as in nano-vllm: find_cached_prefix, can_allocate / allocate,
-// commit_full_blocks (after a step computed them), free.
+// Verbs, as in nano-vllm and vLLM's allocate_slots:
+//   find_cached_prefix, can_allocate / allocate(seq, n, hit)   admission
+//   allocate(seq, num_new, num_lookahead)                      room for a step (and its proposed tokens)
+//   truncate(seq, num_tokens)                                  roll rejected positions back
+//   commit_full_blocks(seq)                                    register blocks of final tokens
+//   free(seq)
+//   export_blocks(seq) / release_export(id), import_blocks     what a KV transfer moves between engines
+// Stores and evictions are recorded as KvEvents (when recording is on) for the
+// engine to drain and publish after each step, as vLLM's engine drains them.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/flat_hash_map.h"
@@ -24,11 +33,14 @@
 
 namespace testbed {
 
+class OptionTable;
+
 struct CacheConfig {
   int block_size = 16;
   bool prefix_cache = true;
   int num_blocks = 0;                 // 0: derive from gpu_memory_fraction (simulated GPUs)
   double gpu_memory_fraction = 0.9;   // share of device memory for weights + KV
+  void bind(OptionTable& table);
   void validate() const;
 };
 
@@ -36,6 +48,25 @@ struct PrefixHit {
   std::vector<int32_t> blocks;  // physical ids of the cached leading blocks
   int num_tokens() const;
   int block_size = 0;
+};
+
+// A sequence's KV leaving this cache: the blocks stay referenced here until
+// release_export(seq_id), so they cannot be reused while a transfer reads them.
+struct KvExport {
+  int64_t seq_id = -1;
+  int num_tokens = 0;                 // tokens whose K/V the blocks hold
+  int block_size = 0;
+  std::vector<int32_t> blocks;        // this cache's block ids, logical order
+  std::vector<uint64_t> block_hashes; // chained hashes of its full blocks (the receiver's prefix match)
+};
+
+// Where an imported sequence's blocks went: the contents of source_blocks (the
+// sender's ids) must be copied into dest_blocks (ours); the first
+// num_reused_blocks were already cached here and need no copy.
+struct KvImport {
+  std::vector<int32_t> source_blocks;
+  std::vector<int32_t> dest_blocks;
+  int num_reused_blocks = 0;
 };
 
 class KvCacheManager {
@@ -49,6 +80,7 @@ class KvCacheManager {
   int num_used_blocks() const { return num_blocks() - num_free_; }
   int num_cached_blocks() const { return static_cast<int>(cached_.size()); }
   double usage() const { return static_cast<double>(num_used_blocks()) / num_blocks(); }
+  int blocks_needed(int num_tokens) const { return (num_tokens + block_size_ - 1) / block_size_; }
 
   // Longest chain of cached blocks at the start of seq's tokens (read-only).
   PrefixHit find_cached_prefix(Sequence& seq) const;
@@ -58,15 +90,23 @@ class KvCacheManager {
   bool can_allocate(const Sequence& seq, int num_new_tokens, const PrefixHit& hit) const;
   // Reserves them (false, and nothing changed, when they are not there).
   bool allocate(Sequence& seq, int num_new_tokens, const PrefixHit& hit);
-  // The same for a sequence that already holds its blocks (the per-step path;
-  // inline because most decode steps need no new block).
-  bool allocate(Sequence& seq, int num_new_tokens) {
-    const int target = blocks_needed(seq.num_computed_tokens + num_new_tokens);
+  // Room for a sequence that already holds its blocks to compute num_new
+  // tokens plus num_lookahead proposed ones (false, nothing changed, when the
+  // blocks are not there). Inline: most decode steps need no new block.
+  bool allocate(Sequence& seq, int num_new_tokens, int num_lookahead_tokens = 0) {
+    const int target = blocks_needed(seq.num_computed_tokens + num_new_tokens + num_lookahead_tokens);
     return target <= static_cast<int>(seq.block_table.size()) || append_blocks(seq, target);
   }
 
-  // Registers seq's blocks that are now full and computed in the prefix cache.
-  // Inline fast path: most steps fill no block.
+  // Rolls seq back to its first num_tokens tokens: blocks past them are
+  // returned (they hold no registered content), num_computed_tokens is capped.
+  // Registered blocks are final, so num_tokens may not cut into them
+  // (std::logic_error).
+  void truncate(Sequence& seq, int num_tokens);
+
+  // Registers seq's blocks that are now full of computed tokens in the prefix
+  // cache. Call it only once the tokens are final (after proposed tokens were
+  // verified and rejected ones rolled back). Inline fast path: most steps fill no block.
   void commit_full_blocks(Sequence& seq) {
     if (seq.num_computed_tokens >= (seq.num_committed_blocks + 1) * block_size_) commit_new_blocks(seq);
   }
@@ -74,15 +114,35 @@ class KvCacheManager {
   // Returns seq's blocks. Tail blocks are freed first, so they are evicted first.
   void free(Sequence& seq);
 
+  // Detaches seq's blocks into an export (seq holds none afterwards); they
+  // stay referenced until release_export(seq.id()).
+  KvExport export_blocks(Sequence& seq);
+  void release_export(int64_t seq_id);
+  int num_exports() const { return static_cast<int>(exports_.size()); }
+  // Gives seq (holding no block) blocks for the exported tokens, reusing the
+  // leading blocks this cache already holds under the same hashes. False, and
+  // nothing changed, when there is no room. The blocks are registered only by
+  // a later commit_full_blocks, once their contents have arrived.
+  bool import_blocks(Sequence& seq, const KvExport& from, KvImport& plan);
+
   // Forgets every cached block (blocks in use keep their contents).
   void clear_cache();
 
-  void add_listener(KvEventListener* listener) { listeners_.push_back(listener); }
+  // KvEvents recorded since the last clear_events() (recording is off by default).
+  void set_record_events(bool on) { record_events_ = on; }
+  const std::vector<KvEvent>& events() const { return events_; }
+  void clear_events() { events_.clear(); }
 
   // Introspection for tests and routers.
   int ref_count(int block) const { return blocks_[block].ref_count; }
   bool is_cached(uint64_t hash) const { return cached_.contains(hash); }
-  // Empty when every invariant holds, else what is broken. `live` are the sequences holding blocks.
+  // The block registered under `hash`, or -1.
+  int cached_block(uint64_t hash) const {
+    const int32_t* b = cached_.find(hash);
+    return b ? *b : -1;
+  }
+  // Empty when every invariant holds, else what is broken. `live` are the
+  // sequences holding blocks (exports are counted here).
   std::string check_invariants(const std::vector<const Sequence*>& live) const;
 
  private:
@@ -97,14 +157,16 @@ class KvCacheManager {
 
   void commit_new_blocks(Sequence& seq);
   bool append_blocks(Sequence& seq, int target);
-  int blocks_needed(int num_tokens) const { return (num_tokens + block_size_ - 1) / block_size_; }
+  void release_blocks(const std::vector<int32_t>& table);
   int take_free_block();
   void touch(int block);
   void evict(int block);
   void push_free_back(int block);
   void push_free_front(int block);
   void unlink_free(int block);
-  void publish(const KvEvent& event);
+  void publish(const KvEvent& event) {
+    if (record_events_) events_.push_back(event);
+  }
 
   int block_size_;
   bool prefix_cache_;
@@ -112,7 +174,9 @@ class KvCacheManager {
   std::vector<uint64_t> block_hash_;
   int free_head_ = -1, free_tail_ = -1, num_free_ = 0;
   FlatHashMap64<int32_t> cached_;  // block hash -> block id
-  std::vector<KvEventListener*> listeners_;
+  std::unordered_map<int64_t, std::vector<int32_t>> exports_;  // seq id -> blocks held for a transfer
+  bool record_events_ = false;
+  std::vector<KvEvent> events_;
 };
 
 }  // namespace testbed

@@ -37,6 +37,8 @@ class MetricsSink {
   virtual void on_arrival(int /*instance*/, const Sequence& /*seq*/, double /*t*/) {}
   virtual void on_step(const StepRecord& /*step*/) {}
   virtual void on_first_token(int /*instance*/, const Sequence& /*seq*/, double /*t*/) {}
+  // Tokens after the first reach the client: once per step (several tokens at
+  // once when proposed tokens were accepted); gap_s since the previous delivery.
   virtual void on_token(int /*instance*/, const Sequence& /*seq*/, double /*t*/, double /*gap_s*/) {}
   virtual void on_finish(int /*instance*/, const Sequence& /*seq*/, double /*t*/) {}
   virtual void on_kv_event(int /*instance*/, const KvEvent& /*event*/) {}

@@ -24,6 +24,7 @@ struct Request {
   SamplingParams sampling;
   uint64_t cache_salt = 0;  // extra key of every block hash (model, adapter, tenant)
   int64_t session_id = -1;  // multi-turn traces: the conversation this turn belongs to
+  int priority = 0;         // lower is more urgent (scheduler.policy = priority); from the workload or trace
   // Optional: the tokens a simulated executor emits for this request (a
   // generator that knows the "answer" of a turn, so later turns can share it).
   std::vector<int32_t> scripted_output;

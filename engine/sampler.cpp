@@ -5,46 +5,86 @@
 #include <numeric>
 #include <vector>
 
-#include "engine/rng.h"
+#include "engine/common/rng.h"
 
 namespace testbed {
+namespace {
 
-int32_t sample_token(const float* logits, int vocab_size, const SamplingParams& params, int64_t request_id,
-                     int position) {
-  if (params.temperature <= 0.0f) {  // greedy; ties go to the lowest id
-    return static_cast<int32_t>(std::max_element(logits, logits + vocab_size) - logits);
-  }
-  std::vector<int32_t> ids(vocab_size);
-  std::iota(ids.begin(), ids.end(), 0);
-  // Candidates by descending logit, ties by id, so the order is total and portable.
+// The candidates a non-greedy draw picks from: ids by descending logit (ties
+// by id, so the order is total and portable), their unnormalised
+// probabilities, how many are kept and their mass.
+struct Candidates {
+  std::vector<int32_t> ids;
+  std::vector<double> probs;
+  int keep = 0;
+  double sum = 0.0;
+};
+
+Candidates candidates(const float* logits, int vocab_size, const SamplingParams& params) {
+  Candidates c;
+  c.ids.resize(vocab_size);
+  std::iota(c.ids.begin(), c.ids.end(), 0);
   auto by_logit = [&](int32_t a, int32_t b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; };
-  int keep = vocab_size;
+  c.keep = vocab_size;
   if (params.top_k > 0 && params.top_k < vocab_size) {
-    keep = params.top_k;
-    std::partial_sort(ids.begin(), ids.begin() + keep, ids.end(), by_logit);
+    c.keep = params.top_k;
+    std::partial_sort(c.ids.begin(), c.ids.begin() + c.keep, c.ids.end(), by_logit);
   } else {
-    std::sort(ids.begin(), ids.end(), by_logit);
+    std::sort(c.ids.begin(), c.ids.end(), by_logit);
   }
   const double inv_t = 1.0 / params.temperature;
-  const double top = logits[ids[0]] * inv_t;
-  std::vector<double> probs(keep);
-  double sum = 0.0;
-  for (int i = 0; i < keep; ++i) sum += (probs[i] = std::exp(logits[ids[i]] * inv_t - top));
+  const double top = logits[c.ids[0]] * inv_t;
+  c.probs.resize(c.keep);
+  for (int i = 0; i < c.keep; ++i) c.sum += (c.probs[i] = std::exp(logits[c.ids[i]] * inv_t - top));
   if (params.top_p < 1.0f) {  // smallest prefix whose mass reaches top_p
     double mass = 0.0;
     int n = 0;
-    while (n < keep && mass < params.top_p * sum) mass += probs[n++];
-    keep = std::max(n, 1);
-    sum = mass;
+    while (n < c.keep && mass < params.top_p * c.sum) mass += c.probs[n++];
+    c.keep = std::max(n, 1);
+    c.sum = mass;
   }
+  return c;
+}
+
+int32_t argmax(const float* logits, int vocab_size) {  // ties go to the lowest id
+  return static_cast<int32_t>(std::max_element(logits, logits + vocab_size) - logits);
+}
+
+}  // namespace
+
+int32_t sample_token(const float* logits, int vocab_size, const SamplingParams& params, int64_t request_id,
+                     int position) {
+  if (params.temperature <= 0.0f) return argmax(logits, vocab_size);
+  const Candidates c = candidates(logits, vocab_size, params);
   Rng rng(mix_seed(mix_seed(params.seed, static_cast<uint64_t>(request_id)), static_cast<uint64_t>(position)));
-  const double u = rng.uniform() * sum;
+  const double u = rng.uniform() * c.sum;
   double acc = 0.0;
-  for (int i = 0; i < keep; ++i) {
-    acc += probs[i];
-    if (u < acc) return ids[i];
+  for (int i = 0; i < c.keep; ++i) {
+    acc += c.probs[i];
+    if (u < acc) return c.ids[i];
   }
-  return ids[keep - 1];
+  return c.ids[c.keep - 1];
+}
+
+void token_distribution(const float* logits, int vocab_size, const SamplingParams& params, float* probs) {
+  std::fill(probs, probs + vocab_size, 0.0f);
+  if (params.temperature <= 0.0f) {
+    probs[argmax(logits, vocab_size)] = 1.0f;
+    return;
+  }
+  const Candidates c = candidates(logits, vocab_size, params);
+  for (int i = 0; i < c.keep; ++i) probs[c.ids[i]] = static_cast<float>(c.probs[i] / c.sum);
+}
+
+int verify_drafts(const ScheduledSeq& item, const int32_t* target, int32_t* out) {
+  const std::vector<int32_t>& drafts = item.seq->draft_tokens();
+  int n = 0;
+  while (n < item.num_draft && target[n] == drafts[n]) {
+    out[n] = target[n];
+    ++n;
+  }
+  out[n] = target[n];
+  return n + 1;
 }
 
 }  // namespace testbed

@@ -1,30 +1,43 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <stdexcept>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
+#include "engine/common/option_table.h"
 
 namespace testbed {
+
+void SchedulerConfig::bind(OptionTable& t) {
+  t.add("scheduler.max_num_seqs", &max_num_seqs, "most sequences running at once");
+  t.add("scheduler.max_batch_tokens", &max_batch_tokens, "token budget of one step");
+  t.add("scheduler.chunked_prefill", &chunked_prefill, "split long prompts across steps");
+  t.add("scheduler.chunk_size", &chunk_size, "most prompt tokens one sequence gets per step");
+  policy.bind(t);
+}
 
 void SchedulerConfig::validate() const {
   require(max_num_seqs > 0, "scheduler.max_num_seqs", "must be positive");
   require(max_batch_tokens > 0, "scheduler.max_batch_tokens", "must be positive");
   require(chunk_size > 0, "scheduler.chunk_size", "must be positive");
-  require(SchedulingPolicyRegistry::instance().contains(policy), "scheduler.policy",
-          "unknown policy '" + policy + "' (known: " + SchedulingPolicyRegistry::instance().names_joined() + ")");
+  policy.validate();
 }
 
-Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv, int max_model_len,
-                     MetricsSink* sink, int instance)
-    : config_(config), kv_(kv), max_model_len_(max_model_len), sink_(sink), instance_(instance) {
+Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv, int max_model_len)
+    : config_(config), kv_(kv), max_model_len_(max_model_len) {
   config_.validate();
-  policy_ = SchedulingPolicyRegistry::instance().create("scheduler.policy", config_.policy);
+  policy_ = config_.policy.create();
 }
 
-void Scheduler::add(std::unique_ptr<Sequence> seq) {
+void Scheduler::add(std::unique_ptr<Sequence> seq, double now) {
   check_admissible(*seq);
   seq->status = SeqStatus::Waiting;
-  insert_waiting(std::move(seq));
+  insert_waiting(std::move(seq), now);
+}
+
+void Scheduler::add_running(std::unique_ptr<Sequence> seq) {
+  seq->status = SeqStatus::Running;
+  insert_running(std::move(seq));
 }
 
 void Scheduler::check_admissible(const Sequence& seq) const {
@@ -64,55 +77,70 @@ int Scheduler::chunk_limit(int remaining, int budget) const {
   return n;
 }
 
-Batch Scheduler::schedule(double /*now*/) {
+Batch Scheduler::schedule(double now) {
   finished_.clear();
+  policy_->order_waiting(waiting_, now);
   Batch batch;
   batch.items.reserve(running_.size() + 8);
   int budget = config_.max_batch_tokens;
   scheduled_.assign(running_.size(), 0);
-  // Returns how many running sequences are mid-prompt; the second pass only runs for them.
-  if (schedule_running(batch, budget, /*decode_pass=*/true) > 0) schedule_running(batch, budget, /*decode_pass=*/false);
-  if (batch.preempted.empty()) admit_waiting(batch, budget);
-  for (const ScheduledSeq& item : batch.items) {
-    if (item.is_decode())
-      batch.num_decode_tokens += item.num_new;
-    else
-      batch.num_prefill_tokens += item.num_new;
-  }
+  // Returns how many running sequences are not decoding; the second pass only runs for them.
+  if (schedule_running(batch, budget, /*decode_pass=*/true, now) > 0)
+    schedule_running(batch, budget, /*decode_pass=*/false, now);
+  if (batch.preempted.empty()) admit_waiting(batch, budget, now);
+  for (const ScheduledSeq& item : batch.items)
+    (item.is_decode() ? batch.num_decode_tokens : batch.num_prefill_tokens) += item.num_new;
   return batch;
 }
 
-int Scheduler::schedule_running(Batch& batch, int& budget, bool decode_pass) {
+int Scheduler::schedule_running(Batch& batch, int& budget, bool decode_pass, double now) {
   int num_other = 0;
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     if (scheduled_[i]) continue;
     Sequence& seq = *running_[i];
-    const int remaining = seq.num_tokens() - seq.num_computed_tokens;
-    if (decode_pass != (remaining == 1)) {
+    if (decode_pass != seq.is_decoding()) {
       ++num_other;
       continue;
     }
-    const int n = chunk_limit(remaining, budget);
-    if (n == 0) continue;
-    bool self_preempted = false;
-    while (!kv_.allocate(seq, n)) {
-      self_preempted = running_.back().get() == &seq;
-      preempt_lowest(batch, budget);
-      if (self_preempted) break;
+    int n = 1, drafts = 0;
+    if (decode_pass) {
+      // Proposed tokens ride along while the budget and the output length allow.
+      if (seq.num_draft_tokens() > 0)
+        drafts = std::max(0, std::min({seq.num_draft_tokens(), budget - 1,
+                                       seq.max_output_tokens() - seq.num_output_tokens() - 1}));
+    } else {
+      n = chunk_limit(seq.num_tokens() - seq.num_computed_tokens, budget);
+      if (n == 0) continue;
     }
-    if (self_preempted) break;  // it was the last running sequence
-    batch.items.push_back({&seq, seq.num_computed_tokens, n});
+    bool self_preempted = false;
+    while (!kv_.allocate(seq, n, drafts)) {
+      if (drafts > 0) {  // proposed tokens never cost a preemption
+        drafts = 0;
+        continue;
+      }
+      const size_t victim = policy_->choose_victim(running_, now);
+      self_preempted = running_[victim].get() == &seq;
+      preempt(victim, batch, budget, now);
+      if (self_preempted) break;
+      if (victim < i) --i;  // seq moved down one place
+    }
+    if (self_preempted) {
+      --i;  // the next sequence moved into this place
+      continue;
+    }
+    if (drafts < seq.num_draft_tokens()) seq.truncate_draft_tokens(drafts);
+    batch.items.emplace_back(&seq, seq.num_computed_tokens, n + drafts, drafts);
     scheduled_[i] = 1;
-    budget -= n;
+    budget -= n + drafts;
   }
   return num_other;
 }
 
-void Scheduler::preempt_lowest(Batch& batch, int& budget) {
-  std::unique_ptr<Sequence> victim = std::move(running_.back());
-  running_.pop_back();
-  const bool was_scheduled = scheduled_[running_.size()];
-  scheduled_.pop_back();
+void Scheduler::preempt(size_t v, Batch& batch, int& budget, double now) {
+  std::unique_ptr<Sequence> victim = std::move(running_[v]);
+  running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(v));
+  const bool was_scheduled = scheduled_[v];
+  scheduled_.erase(scheduled_.begin() + static_cast<std::ptrdiff_t>(v));
   if (was_scheduled) {
     auto it = std::find_if(batch.items.begin(), batch.items.end(),
                            [&](const ScheduledSeq& s) { return s.seq == victim.get(); });
@@ -121,14 +149,15 @@ void Scheduler::preempt_lowest(Batch& batch, int& budget) {
   }
   kv_.free(*victim);
   victim->num_computed_tokens = 0;
+  victim->truncate_draft_tokens(0);
   ++victim->num_preemptions;
   ++num_preemptions_;
   victim->status = SeqStatus::Waiting;
   batch.preempted.push_back(victim->id());
-  insert_waiting(std::move(victim));
+  insert_waiting(std::move(victim), now);
 }
 
-void Scheduler::admit_waiting(Batch& batch, int& budget) {
+void Scheduler::admit_waiting(Batch& batch, int& budget, double /*now*/) {
   if (waiting_.empty() || num_running() >= config_.max_num_seqs) return;
   SchedulerView view;
   view.num_waiting = num_waiting();
@@ -143,7 +172,7 @@ void Scheduler::admit_waiting(Batch& batch, int& budget) {
     if (n == 0 || !kv_.allocate(seq, n, hit)) break;
     if (seq.num_cached_tokens < 0) seq.num_cached_tokens = hit.num_tokens();
     seq.status = SeqStatus::Running;
-    batch.items.push_back({&seq, seq.num_computed_tokens, n});
+    batch.items.emplace_back(&seq, seq.num_computed_tokens, n);
     budget -= n;
     std::unique_ptr<Sequence> owned = std::move(waiting_.front());
     waiting_.pop_front();
@@ -153,61 +182,102 @@ void Scheduler::admit_waiting(Batch& batch, int& budget) {
   }
 }
 
-void Scheduler::insert_waiting(std::unique_ptr<Sequence> seq) {
+void Scheduler::insert_waiting(std::unique_ptr<Sequence> seq, double now) {
   auto pos = std::upper_bound(waiting_.begin(), waiting_.end(), seq,
-                              [&](const auto& a, const auto& b) { return policy_->before(*a, *b); });
+                              [&](const auto& a, const auto& b) { return policy_->before(*a, *b, now); });
   waiting_.insert(pos, std::move(seq));
 }
 
 void Scheduler::insert_running(std::unique_ptr<Sequence> seq) {
   auto pos = std::upper_bound(running_.begin(), running_.end(), seq,
-                              [&](const auto& a, const auto& b) { return policy_->before(*a, *b); });
+                              [](const auto& a, const auto& b) { return arrives_before(*a, *b); });
   const size_t index = pos - running_.begin();
   running_.insert(pos, std::move(seq));
-  scheduled_.insert(scheduled_.begin() + index, 1);
+  // During schedule() the flags follow running_ (outside it they are stale and unread).
+  if (index <= scheduled_.size()) scheduled_.insert(scheduled_.begin() + static_cast<std::ptrdiff_t>(index), 1);
 }
 
-void Scheduler::postprocess(const Batch& batch, const StepResult& result, double now) {
-  if (result.tokens.size() != batch.items.size())
-    throw ConfigError("executor: returned " + std::to_string(result.tokens.size()) + " tokens for " +
-                      std::to_string(batch.items.size()) + " sequences");
-  bool any_finished = false;
+namespace {
+
+[[noreturn]] void contract_error(const Sequence& seq, const std::string& what) {
+  throw std::logic_error("executor: sequence " + std::to_string(seq.id()) + ": " + what);
+}
+
+}  // namespace
+
+void Scheduler::postprocess(const Batch& batch, const StepResult& result, double /*now*/, StepOutcome& out) {
+  if (result.num_items() != batch.num_seqs())
+    throw std::logic_error("executor: returned results for " + std::to_string(result.num_items()) + " items of a " +
+                           std::to_string(batch.num_seqs()) + "-item batch");
+  out.seqs.resize(batch.items.size());
+  bool any_left = false;
   for (size_t k = 0; k < batch.items.size(); ++k) {
     const ScheduledSeq& item = batch.items[k];
     Sequence& seq = *item.seq;
-    seq.num_computed_tokens += item.num_new;
-    kv_.commit_full_blocks(seq);
-    if (!item.samples()) continue;
-    const int32_t token = result.tokens[k];
-    if (token < 0) throw ConfigError("executor: returned no token for sequence " + std::to_string(seq.id()));
-    seq.append_token(token);
-    if (seq.first_token_s < 0) {
-      seq.first_token_s = now;
-      if (sink_) sink_->on_first_token(instance_, seq, now);
-    } else if (sink_) {
-      sink_->on_token(instance_, seq, now, now - seq.last_token_s);
+    SeqOutcome& o = out.seqs[k];
+    o = SeqOutcome{};
+    o.seq = &seq;
+    const int n = result.num_tokens(static_cast<int>(k));
+    if (!item.samples()) {
+      if (n != 0) contract_error(seq, "tokens returned for an item that does not sample");
+      seq.num_computed_tokens += item.num_new;
+      kv_.commit_full_blocks(seq);
+      continue;
     }
-    seq.last_token_s = now;
+    if (n < 1 || n > item.num_draft + 1)
+      contract_error(seq, std::to_string(n) + " tokens returned for " + std::to_string(item.num_draft + 1) +
+                              " verified positions");
+    const int32_t* tokens = result.tokens_of(static_cast<int>(k));
+    const int accepted = n - 1;
+    o.num_draft = item.num_draft;
+    o.num_accepted = accepted;
+    if (item.num_draft > 0) {
+      for (int i = 0; i < accepted; ++i)
+        if (tokens[i] != seq.draft_tokens()[i]) contract_error(seq, "an accepted token is not the proposed one");
+      seq.truncate_draft_tokens(0);
+    }
+    // Rejected positions roll back before any block is committed, so the
+    // prefix cache only ever holds final tokens.
+    seq.num_computed_tokens += item.num_new - (item.num_draft - accepted);
+    if (accepted < item.num_draft) kv_.truncate(seq, seq.num_computed_tokens);
+    for (int i = 0; i < n; ++i) {
+      if (tokens[i] < 0) contract_error(seq, "returned a negative token id");
+      seq.append_token(tokens[i]);
+    }
+    kv_.commit_full_blocks(seq);
+    o.num_appended = n;
+    o.first_token = seq.num_output_tokens() == n;
     if (seq.num_output_tokens() >= seq.max_output_tokens() || seq.num_tokens() >= max_model_len_) {
-      finish(seq, now);
-      any_finished = true;
+      kv_.free(seq);
+      seq.status = SeqStatus::Finished;
+      o.finished = true;
+      ++out.num_finished;
+      any_left = true;
+    } else if (hand_off_after_prefill_ && o.first_token) {
+      seq.status = SeqStatus::HandedOff;
+      o.handed_off = true;
+      any_left = true;
+    } else if (result.num_drafts(static_cast<int>(k)) > 0) {
+      seq.set_draft_tokens(result.drafts_of(static_cast<int>(k)), result.num_drafts(static_cast<int>(k)));
     }
   }
-  if (!any_finished) return;
+  if (!any_left) return;
   // Finished sequences outlive this call until the next schedule(), so the
-  // batch that names them stays valid for whoever inspects it.
-  auto split = std::stable_partition(running_.begin(), running_.end(),
-                                     [](const auto& s) { return s->status != SeqStatus::Finished; });
-  for (auto it = split; it != running_.end(); ++it) finished_.push_back(std::move(*it));
+  // batch and the outcome that name them stay valid for whoever reads them.
+  auto split = std::stable_partition(running_.begin(), running_.end(), [](const auto& s) {
+    return s->status != SeqStatus::Finished && s->status != SeqStatus::HandedOff;
+  });
+  for (auto it = split; it != running_.end(); ++it) {
+    if ((*it)->status == SeqStatus::Finished) {
+      finished_.push_back(std::move(*it));
+    } else {
+      HandOff h;
+      h.kv = kv_.export_blocks(**it);
+      h.seq = std::move(*it);
+      out.handed_off.push_back(std::move(h));
+    }
+  }
   running_.erase(split, running_.end());
-}
-
-void Scheduler::finish(Sequence& seq, double now) {
-  kv_.free(seq);
-  seq.status = SeqStatus::Finished;
-  seq.finish_s = now;
-  if (sink_) sink_->on_finish(instance_, seq, now);
-  seq.release_storage();
 }
 
 std::vector<const Sequence*> Scheduler::live_sequences() const {

@@ -1,21 +1,24 @@
 // Scheduler: iteration-level (continuous) batching over a KvCacheManager.
 //
-//   Batch b = scheduler.schedule(now);             // which sequences, how many tokens each
+//   Batch b = scheduler.schedule(now);                  // which sequences, which positions each
 //   StepResult r = executor.execute(b);
-//   scheduler.postprocess(b, r, now_after_step);   // append tokens, finish, free
+//   scheduler.postprocess(b, r, now_after_step, out);   // accept/roll back, append, commit, finish
 //
-// It never reads a clock and includes nothing from the GPU side, which is why the
-// real engines and the simulator run this very object.
+// It never reads a clock, includes nothing from the GPU side and reports to
+// no one: what a step did goes into the StepOutcome the Engine hands out.
+// That is why the real engines and the simulator run this very object.
 //
-// Each step, under max_num_seqs sequences and max_batch_tokens tokens:
-//   1. running sequences that decode (one token each) come first, so decodes
-//      never stall behind prefills (Sarathi-Serve's stall-free batching);
-//   2. running sequences in the middle of a prompt get their next chunk
-//      (at most chunk_size tokens with chunked prefill, else the whole rest);
+// Each step, under max_num_seqs sequences and max_batch_tokens positions:
+//   1. running sequences that decode (one known token, plus any proposed
+//      tokens that fit) come first, so decodes never stall behind prefills
+//      (Sarathi-Serve's stall-free batching);
+//   2. running sequences in the middle of a prompt (or recomputing) get their
+//      next chunk (at most chunk_size tokens with chunked prefill, else the rest);
 //   3. waiting sequences are admitted in policy order, starting from their
 //      prefix-cache hit, while blocks and budget last (none after a preemption).
-// When blocks run out, the lowest-priority running sequence (the newest, under
-// fcfs) is preempted by recompute: its blocks are freed and it waits again.
+// When blocks run out, proposed tokens are dropped first, then the policy's
+// victim (the newest, under fcfs) is preempted by recompute: its blocks are
+// freed and it waits again. Running sequences are served in arrival order.
 #pragma once
 
 #include <deque>
@@ -24,33 +27,45 @@
 #include <vector>
 
 #include "engine/batch.h"
+#include "engine/common/choice.h"
 #include "engine/kv_cache_manager.h"
-#include "engine/metrics_sink.h"
 #include "engine/scheduling_policy.h"
+#include "engine/step.h"
 
 namespace testbed {
+
+class OptionTable;
 
 struct SchedulerConfig {
   int max_num_seqs = 256;
   int max_batch_tokens = 8192;
   bool chunked_prefill = true;
   int chunk_size = 2048;  // most prompt tokens one sequence gets per step
-  std::string policy = "fcfs";
+  Choice<SchedulingPolicyRegistry> policy{"scheduler.policy", "fcfs", "scheduling policy"};
+  void bind(OptionTable& table);
   void validate() const;
 };
 
 class Scheduler {
  public:
-  Scheduler(const SchedulerConfig& config, KvCacheManager& kv, int max_model_len,
-            MetricsSink* sink = nullptr, int instance = 0);
+  Scheduler(const SchedulerConfig& config, KvCacheManager& kv, int max_model_len);
 
   // Queues a new sequence. Throws ConfigError when it can never run under this
   // configuration (longer than the model, the KV cache, or an unchunked step).
-  void add(std::unique_ptr<Sequence> seq);
+  void add(std::unique_ptr<Sequence> seq, double now);
   void check_admissible(const Sequence& seq) const;
+  // A sequence whose KV was imported from another engine: it runs from now on.
+  void add_running(std::unique_ptr<Sequence> seq);
+  // Prefill instances: a sequence whose prompt is done leaves the engine
+  // after its first token (StepOutcome::handed_off) instead of decoding here.
+  void set_hand_off_after_prefill(bool on) { hand_off_after_prefill_ = on; }
 
   Batch schedule(double now);
-  void postprocess(const Batch& batch, const StepResult& result, double now);
+  // Applies what the executor returned for `batch` and writes what the step
+  // did into `out`. Throws std::logic_error when the result breaks the
+  // executor contract (wrong shape, tokens for an item that does not sample,
+  // more tokens than the item verified, accepted tokens that are not its drafts).
+  void postprocess(const Batch& batch, const StepResult& result, double now, StepOutcome& out);
 
   bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
@@ -62,23 +77,21 @@ class Scheduler {
   std::vector<const Sequence*> live_sequences() const;
 
  private:
-  int schedule_running(Batch& batch, int& budget, bool decode_pass);
-  void admit_waiting(Batch& batch, int& budget);
-  void preempt_lowest(Batch& batch, int& budget);
-  void insert_waiting(std::unique_ptr<Sequence> seq);
+  int schedule_running(Batch& batch, int& budget, bool decode_pass, double now);
+  void admit_waiting(Batch& batch, int& budget, double now);
+  void preempt(size_t victim, Batch& batch, int& budget, double now);
+  void insert_waiting(std::unique_ptr<Sequence> seq, double now);
   void insert_running(std::unique_ptr<Sequence> seq);
-  void finish(Sequence& seq, double now);
   int chunk_limit(int remaining, int budget) const;
 
   SchedulerConfig config_;
   KvCacheManager& kv_;
   int max_model_len_;
-  MetricsSink* sink_;
-  int instance_;
+  bool hand_off_after_prefill_ = false;
   std::unique_ptr<SchedulingPolicy> policy_;
-  std::deque<std::unique_ptr<Sequence>> waiting_;
-  std::vector<std::unique_ptr<Sequence>> running_;
-  std::vector<std::unique_ptr<Sequence>> finished_;  // by the last postprocess
+  SequenceQueue waiting_;
+  RunningList running_;
+  RunningList finished_;         // by the last postprocess, alive until the next schedule()
   std::vector<char> scheduled_;  // per running index, during schedule()
   int64_t num_preemptions_ = 0;
 };

@@ -30,11 +30,4 @@ const std::vector<uint64_t>& Sequence::block_hashes(int block_size) {
   return block_hashes_;
 }
 
-void Sequence::release_storage() {
-  std::vector<int32_t>().swap(tokens_);
-  std::vector<uint64_t>().swap(block_hashes_);
-  std::vector<int32_t>().swap(block_table);
-  std::vector<int32_t>().swap(request_.scripted_output);
-}
-
 }  // namespace testbed

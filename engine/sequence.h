@@ -1,6 +1,7 @@
 // Sequence: a request as the engine tracks it. Tokens are prompt + output so far;
 // num_computed_tokens of them have their K/V in the cache. A step computes the
 // next chunk; when every known token is computed the step samples a new one.
+// Proposed (draft) tokens wait beside the known ones until a step verifies them.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,13 @@
 
 namespace testbed {
 
-enum class SeqStatus : uint8_t { Waiting, Running, Finished };
+enum class SeqStatus : uint8_t {
+  Waiting,    // queued (new, or preempted)
+  Running,    // holds blocks, scheduled every step
+  Importing,  // its KV is arriving from another engine (hand-off)
+  Finished,
+  HandedOff,  // left this engine after its prefill (its blocks stay until the transfer ends)
+};
 
 class Sequence {
  public:
@@ -19,6 +26,7 @@ class Sequence {
   const Request& request() const { return request_; }
   int64_t id() const { return id_; }
   double arrival_s() const { return request_.arrival_s; }
+  int priority() const { return request_.priority; }
 
   int num_tokens() const { return num_prompt_tokens_ + num_output_tokens_; }
   int num_prompt_tokens() const { return num_prompt_tokens_; }
@@ -30,13 +38,27 @@ class Sequence {
     tokens_.push_back(token);
     ++num_output_tokens_;
   }
+  // Whether every known token but the last is in the cache, past the prompt.
+  bool is_decoding() const {
+    return num_computed_tokens == num_tokens() - 1 && num_computed_tokens >= num_prompt_tokens_;
+  }
+
+  // Proposed tokens that follow tokens(), waiting to be verified by a step.
+  int num_draft_tokens() const { return num_drafts_; }
+  const std::vector<int32_t>& draft_tokens() const { return drafts_; }
+  void set_draft_tokens(const int32_t* t, int n) {
+    drafts_.assign(t, t + n);
+    num_drafts_ = n;
+  }
+  void truncate_draft_tokens(int n) {
+    if (n < num_drafts_) {
+      drafts_.resize(n);
+      num_drafts_ = n;
+    }
+  }
 
   // Hashes of every full block of tokens(), extended lazily.
   const std::vector<uint64_t>& block_hashes(int block_size);
-
-  // Drops per-token storage once finished, so long simulations keep only records;
-  // the counts stay valid.
-  void release_storage();
 
   // Members in the order a decode step touches them: every step reads the
   // first two cache lines of each running sequence, so they hold everything
@@ -47,6 +69,7 @@ class Sequence {
   int num_prompt_tokens_ = 0;
   int num_output_tokens_ = 0;
   int max_output_tokens_ = 0;
+  int num_drafts_ = 0;
   bool has_scripted_output_ = false;
 
  public:
@@ -62,6 +85,7 @@ class Sequence {
 
  private:
   Request request_;
+  std::vector<int32_t> drafts_;
   std::vector<uint64_t> block_hashes_;
   int hashed_block_size_ = 0;
 };

@@ -13,10 +13,8 @@ namespace {
 
 class StaticBatchingPolicy : public SchedulingPolicy {
  public:
-  bool before(const Sequence& a, const Sequence& b) const override {
-    if (a.arrival_s() != b.arrival_s()) return a.arrival_s() < b.arrival_s();
-    return a.id() < b.id();
-  }
+  bool before(const Sequence& a, const Sequence& b, double) const override { return arrives_before(a, b); }
+  size_t choose_victim(const RunningList& running, double) const override { return running.size() - 1; }
   // The batch may still fill up while its members are all in their prompts
   // (a token budget can split admission over a few steps); once one decodes, it is closed.
   bool may_admit(const SchedulerView& view) const override { return view.num_running_decoding == 0; }

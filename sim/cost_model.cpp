@@ -1,22 +1,28 @@
 #include "sim/cost_model.h"
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
+#include "engine/common/option_table.h"
 
 namespace testbed {
 
+void CostModelConfig::bind(OptionTable& t) {
+  kind.bind(t);
+  t.add_path("cost_model.hardware", &hardware, "hardware spec .ini of one GPU (roofline; KV capacity from memory)");
+  t.add("cost_model.tensor_parallel", &tensor_parallel, "GPUs per instance");
+}
+
 void CostModelConfig::validate() const {
-  require(CostModelRegistry::instance().contains(kind), "cost_model.kind",
-          "unknown cost model '" + kind + "' (known: " + CostModelRegistry::instance().names_joined() + ")");
+  kind.validate();
   require(tensor_parallel >= 1, "cost_model.tensor_parallel", "must be >= 1");
-  require(step_overhead_s >= 0, "cost_model.step_overhead_s", "must be >= 0");
-  require(prefill_token_s >= 0, "cost_model.prefill_token_s", "must be >= 0");
-  require(decode_seq_s >= 0, "cost_model.decode_seq_s", "must be >= 0");
-  require(context_token_s >= 0, "cost_model.context_token_s", "must be >= 0");
 }
 
 std::unique_ptr<CostModel> make_cost_model(const CostModelConfig& config, const ModelConfig& model) {
   config.validate();
-  return CostModelRegistry::instance().create("cost_model.kind", config.kind, config, model);
+  CostModelSetup setup;
+  setup.model = model;
+  setup.hardware = config.hardware;
+  setup.tensor_parallel = config.tensor_parallel;
+  return config.kind.create(setup);
 }
 
 }  // namespace testbed

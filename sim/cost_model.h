@@ -1,42 +1,40 @@
-// CostModel: predicts how long an engine step takes from the batch the scheduler
-// formed (tokens to compute per sequence and their context). Chosen by
-// cost_model.kind through one registry:
+// Cost models (the CostModel interface is engine/cost_model.h): chosen by
+// cost_model.kind through one registry, each with its own keys:
 //   linear     overhead + per-token and per-sequence coefficients (calibration, tests);
 //   roofline   FLOPs and bytes of each op against a hardware spec;
 //   profiled   interpolation of step times measured on a real executor.
+// cost_model.hardware and cost_model.tensor_parallel describe the instance
+// (the KV capacity is planned from them too), so every model is given them.
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "engine/batch.h"
+#include "engine/common/choice.h"
+#include "engine/common/registry.h"
+#include "engine/cost_model.h"
 #include "engine/model/model_config.h"
-#include "engine/registry.h"
 
 namespace testbed {
 
+class OptionTable;
+
+// What every cost model is built from.
+struct CostModelSetup {
+  ModelConfig model;
+  std::string hardware;     // hardware spec .ini ("" when none is configured)
+  int tensor_parallel = 1;  // GPUs per instance
+};
+
+using CostModelRegistry = Registry<CostModel, const CostModelSetup&>;
+
 struct CostModelConfig {
-  std::string kind = "linear";
-  std::string hardware;           // roofline: hardware spec .ini
-  std::string profile;            // profiled: step-time table .h5
-  int tensor_parallel = 1;        // roofline: GPUs per instance
-  // linear: duration = step_overhead_s + prefill_token_s * prefill tokens
-  //                    + decode_seq_s * decode sequences + context_token_s * context tokens read
-  double step_overhead_s = 0.002;
-  double prefill_token_s = 1e-4;
-  double decode_seq_s = 2e-4;
-  double context_token_s = 0.0;
+  Choice<CostModelRegistry> kind{"cost_model.kind", "linear", "how step durations are predicted"};
+  std::string hardware;     // cost_model.hardware: hardware spec .ini
+  int tensor_parallel = 1;  // cost_model.tensor_parallel: GPUs per instance
+  void bind(OptionTable& table);
   void validate() const;
 };
-
-class CostModel {
- public:
-  virtual ~CostModel() = default;
-  virtual double predict(const Batch& batch) const = 0;
-  virtual std::string name() const = 0;
-};
-
-using CostModelRegistry = Registry<CostModel, const CostModelConfig&, const ModelConfig&>;
 
 std::unique_ptr<CostModel> make_cost_model(const CostModelConfig& config, const ModelConfig& model);
 

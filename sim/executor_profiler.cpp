@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "engine/rng.h"
+#include "engine/common/rng.h"
 #include "engine/sequence.h"
 
 namespace testbed {
@@ -77,13 +77,11 @@ ProfileTable profile_executor(Executor& executor, const ProfileGrid& grid, int b
           const int blocks = (computed + num_new + block_size - 1) / block_size;
           for (int b = 0; b < blocks; ++b) s->block_table.push_back(b < shared_blocks ? b : next_block++);
           s->num_computed_tokens = computed;
-          pt.batch.items.push_back({s.get(), computed, num_new});
+          pt.batch.add(s.get(), computed, num_new);
           pt.seqs.push_back(std::move(s));
         };
         if (P > 0) add(C + P, 0, C, P);  // a prompt chunk after C cached tokens
         for (int s = 0; s < D; ++s) add(std::max(C, 1), 1, std::max(C, 1), 1);  // decode over C tokens
-        for (const ScheduledSeq& item : pt.batch.items)
-          (item.is_decode() ? pt.batch.num_decode_tokens : pt.batch.num_prefill_tokens) += item.num_new;
         points.push_back(std::move(pt));
       }
   const int passes = std::max(grid.repeats, 1) + 1;

@@ -1,8 +1,10 @@
 #include "sim/fleet.h"
 
+#include <stdexcept>
+
 #include "engine/block_hash.h"
-#include "engine/config_error.h"
-#include "experiments/cli/option_table.h"
+#include "engine/common/config_error.h"
+#include "engine/common/option_table.h"
 #include "sim/instance_set.h"
 
 namespace testbed {
@@ -24,9 +26,8 @@ struct Fleet::Instance {
   bool start_pending = false;
   // The step in flight (an instance runs one at a time): kept here, not in the
   // event, so the completion event captures only (this, i).
-  Batch batch;
+  StepPlan plan;
   StepResult result;
-  double step_start = 0.0;
 };
 
 // Hands one instance's KV events to the router, tagged with the instance.
@@ -47,7 +48,7 @@ Fleet::Fleet(std::vector<Engine*> engines, std::unique_ptr<Router> router, doubl
     instances_.back()->engine = engines[i];
     if (router_->wants_kv_events()) {
       forwarders_.push_back(std::make_unique<EventForwarder>(*router_, static_cast<int>(i)));
-      engines[i]->kv_cache().add_listener(forwarders_.back().get());
+      engines[i]->add_kv_listener(forwarders_.back().get());
     }
   }
 }
@@ -64,6 +65,7 @@ SimulationStats Fleet::run(RequestSource& source, const ProgressFn& progress) {
   SimulationStats stats;
   stats.simulated_s = loop_.now();
   stats.num_events = loop_.num_processed();
+  stats.num_finished = finished_;
   return stats;
 }
 
@@ -123,26 +125,27 @@ void Fleet::kick(int i, double now) {
 void Fleet::start_step(int i, double now) {
   Instance& inst = *instances_[i];
   Engine& engine = *inst.engine;
-  Batch batch = engine.schedule(now);
-  if (batch.empty()) {
+  inst.plan = engine.begin_step(now);
+  if (inst.plan.empty()) {
     if (engine.has_unfinished())
       throw ConfigError("scheduler: instance " + std::to_string(i) +
                         " could schedule nothing although requests wait (configuration deadlock)");
     return;
   }
   inst.busy = true;
-  inst.result = engine.executor().execute(batch);
-  inst.batch = std::move(batch);
-  inst.step_start = now;
-  loop_.at(now + inst.result.duration_s, kRankStepEnd, [this, i](double end) {
-    Instance& in = *instances_[i];
-    const int before = in.engine->scheduler().num_running() + in.engine->scheduler().num_waiting();
-    in.engine->complete_step(in.batch, in.result, in.step_start, end);
-    in.busy = false;
-    finished_ += before - (in.engine->scheduler().num_running() + in.engine->scheduler().num_waiting());
-    if (*progress_) (*progress_)(finished_, total_ >= 0 ? total_ : added_);
-    if (in.engine->has_unfinished()) start_step(i, end);
-  });
+  inst.result = engine.executor().execute(inst.plan.batch);
+  loop_.at(now + inst.result.duration_s, kRankStepEnd, [this, i](double end) { end_step(i, end); });
+}
+
+void Fleet::end_step(int i, double end) {
+  Instance& inst = *instances_[i];
+  const StepOutcome out = inst.engine->end_step(inst.plan, inst.result, end);
+  inst.busy = false;
+  if (!out.handed_off.empty())
+    throw std::logic_error("fleet: instance " + std::to_string(i) + " handed a sequence off, but no pool receives it");
+  finished_ += out.num_finished;
+  if (*progress_) (*progress_)(finished_, total_ >= 0 ? total_ : added_);
+  if (inst.engine->has_unfinished()) start_step(i, end);
 }
 
 void Fleet::sample(double now) {

@@ -2,7 +2,7 @@
 // Each instance is a full Engine (the same Scheduler and KvCacheManager as a
 // real run); arrivals are routed the moment they arrive; each instance's step
 // completion is an event at start + the executor's duration. A fleet of one
-// instance is the single-engine simulation (run_simulated uses it).
+// instance is the single-engine simulation (the simulated driver uses it).
 #pragma once
 
 #include <memory>
@@ -28,6 +28,7 @@ struct FleetConfig {
 struct SimulationStats {
   double simulated_s = 0.0;
   int64_t num_events = 0;
+  int64_t num_finished = 0;
 };
 
 class Fleet {
@@ -48,6 +49,7 @@ class Fleet {
   void arrive(Request request, double now);
   void kick(int i, double now);
   void start_step(int i, double now);
+  void end_step(int i, double end);
   void sample(double now);
   std::vector<InstanceLoad> loads() const;
 

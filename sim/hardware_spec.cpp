@@ -1,48 +1,36 @@
 // Parses and checks hardware spec INI files; see sim/hardware_spec.h for the keys.
 #include "sim/hardware_spec.h"
 
-#include <boost/program_options.hpp>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
-#include "engine/config_error.h"
-
-namespace po = boost::program_options;
+#include "engine/common/config_error.h"
+#include "engine/common/option_table.h"
 
 namespace testbed {
 namespace {
 
 // Every key the file may hold, bound to its field. Keys without a default are
 // required: a spec that silently fell back to 0 FLOP/s would be worse than an error.
-po::options_description spec_options(HardwareSpec& s) {
-  po::options_description d("hardware spec");
-  auto opt = [&](const char* key, double* target, bool required) {
-    auto* v = po::value<double>(target);
-    if (required)
-      v->required();
-    else
-      v->default_value(*target);
-    d.add_options()(key, v);
-  };
-  d.add_options()("device.name", po::value<std::string>(&s.name)->default_value(""));
-  opt("compute.bf16_tflops", &s.bf16_tflops, true);
-  opt("compute.fp16_tflops", &s.fp16_tflops, false);
-  opt("compute.fp8_tflops", &s.fp8_tflops, false);
-  opt("compute.int8_tops", &s.int8_tops, false);
-  opt("compute.tf32_tflops", &s.tf32_tflops, false);
-  opt("compute.fp32_tflops", &s.fp32_tflops, false);
-  opt("compute.efficiency", &s.compute_efficiency, false);
-  opt("compute.attention_efficiency", &s.attention_efficiency, false);
-  opt("memory.capacity_gib", &s.memory_gib, true);
-  opt("memory.bandwidth_gbps", &s.bandwidth_gbps, true);
-  opt("memory.efficiency", &s.memory_efficiency, false);
-  opt("memory.reserve_gib", &s.reserve_gib, false);
-  opt("interconnect.bandwidth_gbps", &s.link_gbps, false);
-  opt("interconnect.efficiency", &s.link_efficiency, false);
-  opt("interconnect.latency_s", &s.link_latency_s, false);
-  opt("step.overhead_s", &s.step_overhead_s, false);
-  return d;
+void bind_spec(OptionTable& t, HardwareSpec& s) {
+  t.add("device.name", &s.name, "device name for reports");
+  t.add_required("compute.bf16_tflops", &s.bf16_tflops, "dense bf16 peak, TFLOP/s");
+  t.add("compute.fp16_tflops", &s.fp16_tflops, "dense fp16 peak, TFLOP/s");
+  t.add("compute.fp8_tflops", &s.fp8_tflops, "dense fp8 peak, TFLOP/s");
+  t.add("compute.int8_tops", &s.int8_tops, "dense int8 peak, TOP/s");
+  t.add("compute.tf32_tflops", &s.tf32_tflops, "dense tf32 peak, TFLOP/s");
+  t.add("compute.fp32_tflops", &s.fp32_tflops, "fp32 peak (CUDA cores), TFLOP/s");
+  t.add("compute.efficiency", &s.compute_efficiency, "achieved / peak for GEMMs");
+  t.add("compute.attention_efficiency", &s.attention_efficiency, "achieved / peak for attention");
+  t.add_required("memory.capacity_gib", &s.memory_gib, "device memory, GiB");
+  t.add_required("memory.bandwidth_gbps", &s.bandwidth_gbps, "HBM peak, GB/s");
+  t.add("memory.efficiency", &s.memory_efficiency, "achieved / peak for streaming reads");
+  t.add("memory.reserve_gib", &s.reserve_gib, "per-GPU activations, workspaces, CUDA graphs");
+  t.add("interconnect.bandwidth_gbps", &s.link_gbps, "per GPU, one direction, GB/s");
+  t.add("interconnect.efficiency", &s.link_efficiency, "achieved all-reduce bus bandwidth / link");
+  t.add("interconnect.latency_s", &s.link_latency_s, "fixed cost of one small all-reduce");
+  t.add("step.overhead_s", &s.step_overhead_s, "host scheduling + launch per engine step");
 }
 
 void require_finite_at_least(double v, double lo, const std::string& key) {
@@ -66,17 +54,9 @@ HardwareSpec HardwareSpec::from_ini_file(const std::string& path) {
 HardwareSpec HardwareSpec::from_ini_text(const std::string& text, const std::string& origin) {
   HardwareSpec s;
   s.origin = origin;
-  po::options_description desc = spec_options(s);
-  std::istringstream in(text);
-  try {
-    po::variables_map vm;
-    po::store(po::parse_config_file(in, desc, /*allow_unregistered=*/false), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    // Boost's messages name the option ("unrecognised option 'compute.foo'",
-    // "the argument ('x') for option 'memory.bandwidth_gbps' is invalid").
-    throw ConfigError(origin + ": " + e.what());
-  }
+  OptionTable table;
+  bind_spec(table, s);
+  table.parse({}, &text, origin);  // errors name the file and the key
   try {
     s.validate();
   } catch (const ConfigError& e) {

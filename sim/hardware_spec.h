@@ -1,7 +1,7 @@
 // HardwareSpec: one accelerator as the roofline cost model sees it — dense peak
 // FLOP/s per dtype, HBM capacity and bandwidth, the share of each a real kernel
 // achieves, the tensor-parallel interconnect and the engine's per-step overhead.
-// Read from an INI file (experiments/hardware/*.ini) with Boost.Program_options:
+// Read from an INI file (experiments/hardware/*.ini) through an OptionTable:
 //
 //   [device]        name
 //   [compute]       bf16_tflops fp16_tflops fp8_tflops int8_tops tf32_tflops fp32_tflops

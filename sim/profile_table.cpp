@@ -3,24 +3,13 @@
 #include <H5Cpp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
 #include "engine/metrics/results_file.h"
 
 namespace testbed {
-
-BatchShape shape_of(const Batch& batch) {
-  BatchShape s;
-  double context = 0;
-  for (const ScheduledSeq& item : batch.items) {
-    context += item.num_computed;
-    if (item.is_decode()) s.decode_seqs += 1;
-  }
-  s.prefill_tokens = batch.num_prefill_tokens;
-  s.context = batch.items.empty() ? 0.0 : context / static_cast<double>(batch.items.size());
-  return s;
-}
 
 namespace {
 
@@ -40,12 +29,24 @@ void locate(const std::vector<double>& axis, double x, size_t& lo, double& frac)
 
 }  // namespace
 
-double ProfileTable::predict(const BatchShape& s) const {
+double ProfileTable::predict(const StepShape& shape) const {
+  double prefill = 0, decodes = 0, cached = 0;
+  for (const SeqShape& s : shape) {
+    cached += s.num_computed;
+    if (s.is_decode)
+      decodes += 1;
+    else
+      prefill += s.num_new;
+  }
+  return interpolate(prefill, decodes, shape.empty() ? 0.0 : cached / static_cast<double>(shape.size()));
+}
+
+double ProfileTable::interpolate(double prefill, double decodes, double mean_context) const {
   size_t p, d, c;
   double fp, fd, fc;
-  locate(prefill_tokens, s.prefill_tokens, p, fp);
-  locate(decode_seqs, s.decode_seqs, d, fd);
-  locate(context, s.context, c, fc);
+  locate(prefill_tokens, prefill, p, fp);
+  locate(decode_seqs, decodes, d, fd);
+  locate(context, mean_context, c, fc);
   const size_t np = prefill_tokens.size() > 1, nd = decode_seqs.size() > 1, nc = context.size() > 1;
   double value = 0.0;
   for (size_t i = 0; i <= np; ++i)
@@ -60,6 +61,8 @@ double ProfileTable::predict(const BatchShape& s) const {
 void ProfileTable::validate(const std::string& origin) const {
   auto check_axis = [&](const std::vector<double>& a, const char* name) {
     if (a.empty()) throw ConfigError(origin + ": profile axis '" + name + "' is empty");
+    for (double v : a)
+      if (!std::isfinite(v) || v < 0) throw ConfigError(origin + ": profile axis '" + name + "' holds " + std::to_string(v));
     for (size_t i = 1; i < a.size(); ++i)
       if (!(a[i] > a[i - 1])) throw ConfigError(origin + ": profile axis '" + name + "' is not strictly ascending");
   };
@@ -94,9 +97,18 @@ ProfileTable ProfileTable::load(const std::string& path) {
     H5::Group g = f.openGroup("profile");
     auto read = [&](const char* name) {
       H5::DataSet ds = g.openDataSet(name);
-      hsize_t dims[1];
-      ds.getSpace().getSimpleExtentDims(dims);
-      std::vector<double> v(dims[0]);
+      const H5::DataSpace space = ds.getSpace();
+      // Every profile dataset is a 1-D column: check the rank before reading
+      // the extents, so a 2-D or scalar dataset is an error, not an overflow.
+      if (!space.isSimple() || space.getSimpleExtentNdims() != 1)
+        throw ConfigError(path + ": profile/" + name + " must be a 1-D dataset (it has rank " +
+                          std::to_string(space.getSimpleExtentNdims()) + ")");
+      if (ds.getTypeClass() != H5T_FLOAT && ds.getTypeClass() != H5T_INTEGER)
+        throw ConfigError(path + ": profile/" + name + " must hold numbers");
+      hsize_t dims[1] = {0};
+      space.getSimpleExtentDims(dims);
+      if (dims[0] > (hsize_t{1} << 26)) throw ConfigError(path + ": profile/" + name + " is implausibly long");
+      std::vector<double> v(static_cast<size_t>(dims[0]));
       if (!v.empty()) ds.read(v.data(), H5::PredType::NATIVE_DOUBLE);
       return v;
     };

@@ -11,18 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/batch.h"
+#include "engine/cost_model.h"
 
 namespace testbed {
-
-struct BatchShape {
-  double prefill_tokens = 0;
-  double decode_seqs = 0;
-  double context = 0;
-};
-
-// The features a ProfileTable is indexed by.
-BatchShape shape_of(const Batch& batch);
 
 class ProfileTable {
  public:
@@ -34,10 +25,13 @@ class ProfileTable {
   size_t index(size_t p, size_t d, size_t c) const { return (p * decode_seqs.size() + d) * context.size() + c; }
   // Trilinear interpolation inside the grid, linear extrapolation along the
   // last two grid lines outside it; never below the smallest measured step.
-  double predict(const BatchShape& shape) const;
+  double interpolate(double prefill_tokens, double decode_seqs, double context) const;
+  // The step time of a batch: its prompt positions, decoding sequences and mean cached context.
+  double predict(const StepShape& shape) const;
 
   void save(const std::string& path) const;
-  // Throws ConfigError naming the file when it is missing or malformed.
+  // Throws ConfigError naming the file when it is missing or malformed (a
+  // dataset that is not 1-D, axes that do not ascend, a table of the wrong size).
   static ProfileTable load(const std::string& path);
   void validate(const std::string& origin) const;
 };

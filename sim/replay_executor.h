@@ -17,7 +17,6 @@ class ReplayExecutor : public Executor {
   // Throws std::out_of_range when asked for more steps than were recorded.
   StepResult execute(const Batch& batch) override;
   std::string name() const override { return "replay"; }
-  size_t num_replayed() const { return next_; }
 
  private:
   std::vector<double> durations_;

@@ -1,5 +1,5 @@
-// The roofline cost model's op-by-op FLOP and byte counts, KV capacity from
-// memory and the decode crossover; formulas in sim/roofline_cost_model.h.
+// The roofline cost model's op-by-op FLOP and byte counts and the decode
+// crossover; formulas in sim/roofline_cost_model.h.
 #include "sim/roofline_cost_model.h"
 
 #include <algorithm>
@@ -10,39 +10,11 @@
 #include <limits>
 #include <stdexcept>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
+#include "sim/memory_planner.h"
 
 namespace testbed {
 namespace {
-
-// Per-GPU dimensions under Megatron-style tensor parallelism: heads and the MLP
-// width split TP ways; K/V heads split too, or are replicated (one per GPU) when
-// TP exceeds them, as vLLM does for GQA models.
-struct Split {
-  double layers, hidden, q_heads, kv_heads, head_dim, inter, vocab;
-};
-
-void check_split(const ModelConfig& m, int tp) {
-  require(tp >= 1, "cost_model.tensor_parallel", "must be >= 1");
-  require(m.num_heads % tp == 0, "cost_model.tensor_parallel",
-          std::to_string(tp) + " does not divide the " + std::to_string(m.num_heads) + " attention heads of " +
-              m.name);
-  require(m.num_kv_heads % tp == 0 || tp % m.num_kv_heads == 0, "cost_model.tensor_parallel",
-          std::to_string(tp) + " neither divides nor is a multiple of the " + std::to_string(m.num_kv_heads) +
-              " KV heads of " + m.name);
-}
-
-Split split(const ModelConfig& m, int tp) {
-  Split s;
-  s.layers = m.num_layers;
-  s.hidden = m.hidden_size;
-  s.q_heads = static_cast<double>(m.num_heads) / tp;
-  s.kv_heads = m.num_kv_heads >= tp ? static_cast<double>(m.num_kv_heads) / tp : 1.0;
-  s.head_dim = m.head_dim;
-  s.inter = static_cast<double>(m.intermediate_size) / tp;
-  s.vocab = static_cast<double>(m.vocab_size) / tp;
-  return s;
-}
 
 OpCost make_op(const char* name, bool dense, double flops, double bytes, double flop_rate, double bandwidth) {
   OpCost op;
@@ -67,22 +39,6 @@ double crossing(double c1, double c2, double m1, double m2) {
 
 }  // namespace
 
-StepShape step_shape_of(const Batch& batch) {
-  StepShape shape;
-  shape.reserve(batch.items.size());
-  for (const ScheduledSeq& item : batch.items)
-    shape.push_back(SeqShape{item.num_computed, item.num_new, item.samples(), item.is_decode()});
-  return shape;
-}
-
-StepShape decode_shape(int batch_size, int context) {
-  return StepShape(static_cast<size_t>(std::max(batch_size, 0)), SeqShape{context, 1, true, true});
-}
-
-StepShape prefill_shape(int num_tokens, int num_computed, bool samples) {
-  return StepShape{SeqShape{num_computed, num_tokens, samples, false}};
-}
-
 const OpCost& StepCost::op(const std::string& name) const {
   for (const OpCost& o : ops)
     if (name == o.name) return o;
@@ -103,28 +59,10 @@ double StepCost::dense_memory_s() const {
   return s;
 }
 
-int activation_bytes(const ModelConfig& model) { return std::max(model.dtype_bytes(), 2); }
-
-double weight_bytes_per_gpu(const ModelConfig& m, int tp) {
-  check_split(m, tp);
-  const Split s = split(m, tp);
-  const double h = s.hidden, d = s.head_dim;
-  const double layer = h * (s.q_heads + 2 * s.kv_heads) * d + s.q_heads * d * h + 3 * h * s.inter + 2 * h +
-                       (m.qk_norm ? 2 * d : 0);
-  const double embed = s.vocab * h * (m.tie_word_embeddings ? 1 : 2);
-  return (s.layers * layer + embed + h) * m.dtype_bytes();
-}
-
-double kv_bytes_per_token_per_gpu(const ModelConfig& m, int tp) {
-  check_split(m, tp);
-  const Split s = split(m, tp);
-  return 2 * s.layers * s.kv_heads * s.head_dim * activation_bytes(m);
-}
-
 RooflineCostModel::RooflineCostModel(HardwareSpec hardware, ModelConfig model, int tensor_parallel)
     : hw_(std::move(hardware)), model_(std::move(model)), tp_(tensor_parallel) {
   hw_.validate();
-  check_split(model_, tp_);
+  check_tp_split(model_, tp_);
   require(tp_ == 1 || hw_.link_gbps > 0, "interconnect.bandwidth_gbps",
           "must be positive for tensor_parallel > 1 (" + hw_.origin + ")");
   gemm_flops_ = hw_.matmul_flops(model_.torch_dtype);
@@ -138,17 +76,10 @@ double RooflineCostModel::all_reduce_s(double bytes) const {
   return 2.0 * (tp_ - 1) / tp_ * bytes / hw_.achieved_link_bandwidth() + hw_.link_latency_s;
 }
 
-double RooflineCostModel::predict(const Batch& batch) const {
-  scratch_.clear();
-  for (const ScheduledSeq& item : batch.items)
-    scratch_.push_back(SeqShape{item.num_computed, item.num_new, item.samples(), item.is_decode()});
-  return breakdown(scratch_).total_s;
-}
-
 StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
   StepCost cost;
   if (shape.empty()) return cost;
-  const Split s = split(model_, tp_);
+  const TpSplit s = tp_split(model_, tp_);
   const double L = s.layers, h = s.hidden, d = s.head_dim, I = s.inter, V = s.vocab;
   const double qd = s.q_heads * d, kvd = s.kv_heads * d;
   const double wb = model_.dtype_bytes(), ab = activation_bytes(model_);
@@ -158,7 +89,7 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
   for (const SeqShape& q : shape) {
     const double n = q.num_new, c = q.num_computed;
     T += n;
-    if (q.samples) rows += 1;
+    rows += q.num_logit_rows();
     // Causal attention: token i of the chunk sees c + i + 1 keys; QK^T and PV are
     // 2 FLOPs per multiply-add each, so 4 * d per (query, key) pair per head.
     const double flops = L * 4 * s.q_heads * d * n * (c + (n + 1) / 2);
@@ -227,35 +158,13 @@ DecodeCrossover decode_crossover(const HardwareSpec& hardware, const ModelConfig
   return RooflineCostModel(hardware, model, tensor_parallel).decode_crossover(context);
 }
 
-int kv_blocks_from_memory(const HardwareSpec& hw, const ModelConfig& model, int block_size, double fraction,
-                          int tensor_parallel) {
-  require(block_size >= 1, "cache.block_size", "must be >= 1");
-  require(std::isfinite(fraction) && fraction > 0 && fraction <= 1, "cache.gpu_memory_fraction", "must be in (0, 1]");
-  const double gib = 1024.0 * 1024.0 * 1024.0;
-  const double weights = weight_bytes_per_gpu(model, tensor_parallel);
-  const double budget = hw.memory_bytes() * fraction - hw.reserve_gib * gib;
-  const double per_block = block_size * kv_bytes_per_token_per_gpu(model, tensor_parallel);
-  const double blocks = std::floor((budget - weights) / per_block);
-  if (blocks < 1) {
-    char msg[400];
-    std::snprintf(msg, sizeof msg,
-                  "no room left for KV: %.3g x %.1f GiB of %s minus a %.1f GiB reserve is %.1f GiB per GPU, "
-                  "but the weights of %s at tensor_parallel %d take %.1f GiB per GPU (raise the fraction or "
-                  "tensor_parallel)",
-                  fraction, hw.memory_gib, hw.name.c_str(), hw.reserve_gib,
-                  budget / gib, model.name.c_str(), tensor_parallel, weights / gib);
-    throw ConfigError(std::string("cache.gpu_memory_fraction: ") + msg);
-  }
-  return blocks > INT_MAX ? INT_MAX : static_cast<int>(blocks);
-}
-
 namespace {
 
-TESTBED_REGISTER(CostModelRegistry, "roofline", [](const CostModelConfig& c, const ModelConfig& model) {
-  require(!c.hardware.empty(), "cost_model.hardware",
+TESTBED_REGISTER(CostModelRegistry, "roofline", [](const CostModelSetup& s) {
+  require(!s.hardware.empty(), "cost_model.hardware",
           "the roofline cost model needs a hardware spec .ini (see experiments/hardware/)");
-  require(std::filesystem::is_regular_file(c.hardware), "cost_model.hardware", "cannot open '" + c.hardware + "'");
-  return std::make_unique<RooflineCostModel>(HardwareSpec::from_ini_file(c.hardware), model, c.tensor_parallel);
+  require(std::filesystem::is_regular_file(s.hardware), "cost_model.hardware", "cannot open '" + s.hardware + "'");
+  return std::make_unique<RooflineCostModel>(HardwareSpec::from_ini_file(s.hardware), s.model, s.tensor_parallel);
 });
 
 }  // namespace

@@ -9,35 +9,19 @@
 //   attn_prefill, attn_decode                 4*Hq*d*n*(c+(n+1)/2) FLOPs (causal QK^T and PV) and
 //                                             2*Hkv*d*(c+n) K/V elements read, per sequence and layer
 //   elementwise                               RMSNorms, residual adds, SwiGLU, embedding rows (bytes only)
-// Also here: KV capacity from device memory and the decode batch size at which
-// decode turns compute-bound. `testbed roofline` prints both for a model and device.
+// Also here: the decode batch size at which decode turns compute-bound (KV
+// capacity from memory is sim/memory_planner.h). `testbed roofline` prints both.
 #pragma once
 
 #include <array>
 #include <string>
 #include <vector>
 
-#include "engine/batch.h"
 #include "engine/model/model_config.h"
 #include "sim/cost_model.h"
 #include "sim/hardware_spec.h"
 
 namespace testbed {
-
-// One batch item without a Sequence: what the cost depends on.
-struct SeqShape {
-  int num_computed = 0;   // context tokens already in the KV cache
-  int num_new = 0;        // tokens computed this step
-  bool samples = true;    // the step samples a token for it (runs the LM head)
-  bool is_decode = true;  // attention goes to the decode op (else prefill)
-};
-using StepShape = std::vector<SeqShape>;
-
-StepShape step_shape_of(const Batch& batch);
-// `batch_size` sequences, each decoding one token after `context` cached tokens.
-StepShape decode_shape(int batch_size, int context);
-// One prompt chunk of `num_tokens` after `num_computed` cached tokens; samples when `samples`.
-StepShape prefill_shape(int num_tokens, int num_computed = 0, bool samples = true);
 
 struct OpCost {
   const char* name = "";  // a literal: ops are named without allocating, step after step
@@ -78,16 +62,11 @@ class RooflineCostModel : public CostModel {
   // cannot be split over `tensor_parallel` GPUs or the device lacks its dtype.
   RooflineCostModel(HardwareSpec hardware, ModelConfig model, int tensor_parallel);
 
-  double predict(const Batch& batch) const override;
+  // An empty shape costs nothing (no step runs).
+  double predict(const StepShape& shape) const override { return breakdown(shape).total_s; }
   std::string name() const override { return "roofline"; }
 
-  double predict_shape(const StepShape& shape) const { return breakdown(shape).total_s; }
-  // An empty shape costs nothing (no step runs).
   StepCost breakdown(const StepShape& shape) const;
- private:
-  mutable StepShape scratch_;  // predict()'s shape buffer, reused every step
- public:
-  StepCost breakdown(const Batch& batch) const { return breakdown(step_shape_of(batch)); }
   DecodeCrossover decode_crossover(int context) const;
 
   const HardwareSpec& hardware() const { return hw_; }
@@ -102,24 +81,6 @@ class RooflineCostModel : public CostModel {
   int tp_;
   double gemm_flops_, attn_flops_, bandwidth_;
 };
-
-// Bytes of weights one GPU holds under tensor parallelism (Megatron-style
-// column/row splits, vocab-parallel embedding and LM head; K/V heads replicated
-// when tensor_parallel exceeds their number, as vLLM does). tensor_parallel = 1
-// gives num_params() * dtype_bytes().
-double weight_bytes_per_gpu(const ModelConfig& model, int tensor_parallel);
-// Bytes of K and V per token one GPU stores (activation dtype, replicated heads included).
-double kv_bytes_per_token_per_gpu(const ModelConfig& model, int tensor_parallel);
-// Bytes per element of activations and the KV cache: the checkpoint dtype, but
-// 16-bit for 8-bit checkpoints (vLLM's kv_cache_dtype = auto).
-int activation_bytes(const ModelConfig& model);
-
-// KV blocks that fit beside the weights: per GPU,
-//   floor((capacity * fraction - weights / TP - reserve) / (block_size * KV bytes per token / TP)).
-// Throws ConfigError naming cache.gpu_memory_fraction when nothing is left for KV
-// (and cache.block_size / cost_model.tensor_parallel for bad arguments).
-int kv_blocks_from_memory(const HardwareSpec& hardware, const ModelConfig& model, int block_size,
-                          double gpu_memory_fraction, int tensor_parallel);
 
 DecodeCrossover decode_crossover(const HardwareSpec& hardware, const ModelConfig& model, int tensor_parallel,
                                  int context);

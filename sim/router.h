@@ -1,5 +1,5 @@
 // Router: picks the instance for each arriving request, chosen by router.type
-// through one registry (one file per router in sim/routers/). Routers see the
+// through one registry (one file per router in sim/routers/, each with its keys). Routers see the
 // request, its block hashes (the engines' own chained hashing), each
 // instance's load, and, if they ask, every instance's KvEvents.
 #pragma once
@@ -10,29 +10,11 @@
 #include <vector>
 
 #include "engine/kv_event.h"
-#include "engine/registry.h"
+#include "engine/common/choice.h"
+#include "engine/common/registry.h"
 #include "engine/request.h"
 
 namespace testbed {
-
-class OptionTable;
-
-struct RouterConfig {
-  std::string type = "round_robin";
-  uint64_t seed = 1;
-  // weighted (llm-d's defaults: prefix 3, queue 2, KV usage 2)
-  double weight_prefix = 3.0;
-  double weight_queue = 2.0;
-  double weight_kv = 2.0;
-  // prefix_approx and cache_aware: blocks remembered per instance (0: the instance's KV blocks)
-  int64_t approx_capacity_blocks = 0;
-  // cache_aware (SGLang's router defaults)
-  double cache_threshold = 0.5;
-  int balance_abs_threshold = 32;
-  double balance_rel_threshold = 1.0001;
-  void bind(OptionTable& table);
-  void validate() const;
-};
 
 struct InstanceLoad {
   int num_waiting = 0;
@@ -57,15 +39,19 @@ class Router {
   virtual void on_kv_event(int /*instance*/, const KvEvent& /*event*/) {}
 };
 
+// What every router is built from (its own keys come from its Params).
 struct RouterSetup {
-  RouterConfig config;
   int num_instances = 1;
   int blocks_per_instance = 0;
 };
 
 using RouterRegistry = Registry<Router, const RouterSetup&>;
+// router.type and every router's keys.
+using RouterChoice = Choice<RouterRegistry>;
+RouterChoice router_choice(const std::string& type = "round_robin",
+                           const std::vector<std::pair<std::string, std::string>>& keys = {});
 
-std::unique_ptr<Router> make_router(const RouterSetup& setup);
+std::unique_ptr<Router> make_router(const RouterChoice& choice, const RouterSetup& setup);
 
 // The least loaded instance (requests in it, then KV usage), ties to the lowest
 // id at or after `start`, so equal instances share the work in turn.

@@ -1,6 +1,7 @@
 #include "sim/sim_executor.h"
 
-#include "engine/rng.h"
+#include "engine/common/config_error.h"
+#include "engine/common/rng.h"
 
 namespace testbed {
 
@@ -18,15 +19,27 @@ int32_t next_synthetic_token(const Sequence& seq, int vocab_size) {
   return static_cast<int32_t>((static_cast<unsigned __int128>(x) * static_cast<uint64_t>(vocab_size)) >> 64);
 }
 
+void add_synthetic_tokens(const Batch& batch, int vocab_size, StepResult& result) {
+  result.reserve(batch.items.size());
+  for (const ScheduledSeq& item : batch.items) {
+    if (item.samples())
+      result.add_token(next_synthetic_token(*item.seq, vocab_size));
+    else
+      result.add_none();
+  }
+}
+
 StepResult SimExecutor::execute(const Batch& batch) {
   StepResult r;
-  r.tokens.assign(batch.items.size(), -1);
-  for (size_t i = 0; i < batch.items.size(); ++i) {
-    const ScheduledSeq& item = batch.items[i];
-    if (item.samples()) r.tokens[i] = next_synthetic_token(*item.seq, vocab_size_);
-  }
-  r.duration_s = cost_model_->predict(batch);
+  add_synthetic_tokens(batch, vocab_size_, r);
+  shape_of(batch, shape_);
+  r.duration_s = cost_model_->predict(shape_);
   return r;
 }
+
+TESTBED_REGISTER(ExecutorRegistry, "sim", [](const ExecutorSetup& s) {
+  require(s.cost_model != nullptr, "cost_model.kind", "the simulated executor needs a cost model");
+  return std::make_unique<SimExecutor>(s.cost_model, s.model.vocab_size);
+});
 
 }  // namespace testbed

@@ -7,8 +7,8 @@
 
 #include <memory>
 
+#include "engine/cost_model.h"
 #include "engine/executor.h"
-#include "sim/cost_model.h"
 
 namespace testbed {
 
@@ -16,12 +16,14 @@ class SimExecutor : public Executor {
  public:
   SimExecutor(std::shared_ptr<const CostModel> cost_model, int vocab_size)
       : cost_model_(std::move(cost_model)), vocab_size_(vocab_size) {}
+  // Proposed tokens are verified as all rejected: acceptance is not modelled here.
   StepResult execute(const Batch& batch) override;
   std::string name() const override { return "sim"; }
 
  private:
   std::shared_ptr<const CostModel> cost_model_;
   int vocab_size_;
+  StepShape shape_;  // reused every step
 };
 
 class CostTimedExecutor : public Executor {
@@ -30,19 +32,29 @@ class CostTimedExecutor : public Executor {
       : inner_(std::move(inner)), cost_model_(std::move(cost_model)) {}
   StepResult execute(const Batch& batch) override {
     StepResult r = inner_->execute(batch);
-    r.duration_s = cost_model_->predict(batch);
+    shape_of(batch, shape_);
+    r.duration_s = cost_model_->predict(shape_);
     return r;
   }
   std::string name() const override { return inner_->name() + "+" + cost_model_->name(); }
+  KvBlockData read_kv_blocks(const std::vector<int32_t>& blocks) const override {
+    return inner_->read_kv_blocks(blocks);
+  }
+  void write_kv_blocks(const std::vector<int32_t>& blocks, const KvBlockData& data) override {
+    inner_->write_kv_blocks(blocks, data);
+  }
 
  private:
   std::unique_ptr<Executor> inner_;
   std::shared_ptr<const CostModel> cost_model_;
+  StepShape shape_;
 };
 
 // The synthetic token a simulated sequence emits at output index `index`.
 int32_t synthetic_token(const Request& request, int index, int vocab_size);
 // The same for the sequence's next output token (reads only its hot fields).
 int32_t next_synthetic_token(const Sequence& seq, int vocab_size);
+// One synthetic token for every item that samples (none for the others).
+void add_synthetic_tokens(const Batch& batch, int vocab_size, StepResult& result);
 
 }  // namespace testbed

@@ -1,7 +1,7 @@
 // Arrival processes (see arrivals.h).
 #include "traces/arrivals.h"
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
 
 namespace testbed {
 

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "engine/rng.h"
+#include "engine/common/rng.h"
 
 namespace testbed {
 

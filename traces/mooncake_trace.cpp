@@ -2,6 +2,7 @@
 // Mooncake, FAST25-release/traces/*.jsonl, Apache-2.0). One JSON object per line:
 //   {"timestamp": ms since the trace start, "input_length": N, "output_length": M,
 //    "hash_ids": [one id per 512-token block of the prompt]}
+// and optionally "priority": an integer, lower is more urgent (scheduler.policy = priority).
 // Equal ids mean equal block content, and the ids are prefix-chained (an id is
 // only reused when everything before it is equal too). So block k of a prompt
 // is 512 tokens derived from (hash id, position in block, trace seed) alone: two
@@ -58,6 +59,12 @@ class MooncakeFormat : public TraceFormat {
     out.timestamp_s = ts.get<double>() / 1000.0;
     out.input_tokens = as_int64(field(row, "input_length"), "field 'input_length'");
     out.output_tokens = as_int64(field(row, "output_length"), "field 'output_length'");
+    // Optional (not in the published traces): the request's priority, lower is more urgent.
+    if (auto it = row.find("priority"); it != row.end()) {
+      const int64_t p = as_int64(*it, "field 'priority'");
+      if (p < 0 || p > 1000000) throw TraceParseError("field 'priority' must be in [0, 1000000], got " + it->dump());
+      out.priority = static_cast<int>(p);
+    }
     if (out.input_tokens < 1) throw TraceParseError("field 'input_length' must be >= 1");
     const json& ids = field(row, "hash_ids");
     if (!ids.is_array()) throw TraceParseError("field 'hash_ids' must be an array, got " + ids.dump());

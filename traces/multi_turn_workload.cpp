@@ -19,12 +19,35 @@
 #include <memory>
 #include <vector>
 
+#include "engine/common/config_error.h"
+#include "engine/common/option_table.h"
 #include "traces/arrivals.h"
+#include "traces/generated_workload.h"
 #include "traces/random_tokens.h"
 #include "traces/workload.h"
 
 namespace testbed {
 namespace {
+
+struct MultiTurnParams : ParamsOf<MultiTurnParams, WorkloadParams> {
+  PromptShape shape;
+  int turns = 5;             // turns per session
+  double turn_gap_s = 10.0;  // mean think time between a session's turns (exponential)
+  void bind(OptionTable& t) override {
+    shape.bind(t);
+    t.add("workload.turns", &turns, "multi_turn: turns per session");
+    t.add("workload.turn_gap_s", &turn_gap_s, "multi_turn: mean think time between turns (s)");
+  }
+  void validate() const override {
+    shape.validate();
+    require(turns > 0, "workload.turns", "must be positive");
+    require(turn_gap_s >= 0, "workload.turn_gap_s", "must be >= 0");
+  }
+  int64_t max_sequence_tokens(const WorkloadConfig& c) const override {
+    return shape.system_prompt_tokens + int64_t{turns} * (int64_t{shape.user_tokens} + c.output_tokens);
+  }
+  int shared_prefix_tokens() const override { return shape.system_prompt_tokens; }
+};
 
 struct Session {
   double next_arrival_s = 0.0;
@@ -39,12 +62,14 @@ bool is_before(double t_a, int64_t id_a, double t_b, int64_t id_b) { return t_a 
 
 class MultiTurnWorkload : public RequestSource {
  public:
-  MultiTurnWorkload(const WorkloadConfig& c, const WorkloadContext& ctx)
-      : c_(c),
+  MultiTurnWorkload(const MultiTurnParams& p, const WorkloadConfig& c, const WorkloadContext& ctx)
+      : p_(p),
+        c_(c),
         ctx_(ctx),
-        session_starts_(c.arrival, c.rate / c.turns, c.burstiness, mix_seed(c.seed, 1)),
-        num_sessions_((c.num_requests + c.turns - 1) / c.turns) {
-    append_span_tokens(system_prompt_, mix_seed(c.seed, 3), 0, c.system_prompt_tokens, ctx.vocab_size);
+        session_starts_(c.arrival, c.rate / p.turns, c.burstiness, mix_seed(c.seed, 1)),
+        num_sessions_((c.num_requests + p.turns - 1) / p.turns),
+        priorities_(c) {
+    append_span_tokens(system_prompt_, mix_seed(c.seed, 3), 0, p.shape.system_prompt_tokens, ctx.vocab_size);
     next_start_s_ = session_starts_.next();
   }
 
@@ -61,8 +86,8 @@ class MultiTurnWorkload : public RequestSource {
       s = start_session();
     }
     Request r = take_turn(*s);
-    if (s->turn < c_.turns) {
-      if (c_.rate > 0 && c_.turn_gap_s > 0) s->next_arrival_s += s->rng.exponential(1.0 / c_.turn_gap_s);
+    if (s->turn < p_.turns) {
+      if (c_.rate > 0 && p_.turn_gap_s > 0) s->next_arrival_s += s->rng.exponential(1.0 / p_.turn_gap_s);
       active_.push_back(std::move(s));
       std::push_heap(active_.begin(), active_.end(), later_first);
     }
@@ -93,24 +118,27 @@ class MultiTurnWorkload : public RequestSource {
     r.arrival_s = s.next_arrival_s;
     r.session_id = s.id;
     r.prompt = std::move(s.history);
-    r.prompt.reserve(r.prompt.size() + c_.user_tokens + c_.output_tokens);  // the engine appends the output
-    append_random_tokens(r.prompt, s.rng, c_.user_tokens, ctx_.vocab_size);
+    r.prompt.reserve(r.prompt.size() + p_.shape.user_tokens + c_.output_tokens);  // the engine appends the output
+    append_random_tokens(r.prompt, s.rng, p_.shape.user_tokens, ctx_.vocab_size);
     append_random_tokens(r.scripted_output, s.rng, c_.output_tokens, ctx_.vocab_size);
     r.max_output_tokens = c_.output_tokens;
     r.sampling = ctx_.sampling;
+    r.priority = priorities_.next();
     ++s.turn;
-    if (s.turn < c_.turns) {
-      s.history.reserve(r.prompt.size() + 2 * c_.output_tokens + c_.user_tokens);  // room for the next turn
+    if (s.turn < p_.turns) {
+      s.history.reserve(r.prompt.size() + 2 * c_.output_tokens + p_.shape.user_tokens);  // room for the next turn
       s.history = r.prompt;
       s.history.insert(s.history.end(), r.scripted_output.begin(), r.scripted_output.end());
     }
     return r;
   }
 
+  MultiTurnParams p_;
   WorkloadConfig c_;
   WorkloadContext ctx_;
   ArrivalProcess session_starts_;
   int64_t num_sessions_;
+  PriorityDraw priorities_;
   int64_t next_session_ = 0;
   double next_start_s_ = 0.0;
   std::vector<int32_t> system_prompt_;
@@ -118,9 +146,10 @@ class MultiTurnWorkload : public RequestSource {
   int64_t next_id_ = 0;
 };
 
-TESTBED_REGISTER(WorkloadRegistry, "multi_turn", [](const WorkloadConfig& c, const WorkloadContext& ctx) {
-  return std::make_unique<MultiTurnWorkload>(c, ctx);
-});
+TESTBED_REGISTER(WorkloadRegistry, "multi_turn",
+                 [](const MultiTurnParams& p, const WorkloadConfig& c, const WorkloadContext& ctx) {
+                   return std::make_unique<MultiTurnWorkload>(p, c, ctx);
+                 });
 
 }  // namespace
 }  // namespace testbed

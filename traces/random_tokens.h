@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/rng.h"
+#include "engine/common/rng.h"
 
 namespace testbed {
 

@@ -3,35 +3,59 @@
 // num_prefixes > 1, each request draws one of several system prompts.
 #include <vector>
 
+#include "engine/common/config_error.h"
+#include "engine/common/option_table.h"
 #include "traces/generated_workload.h"
 
 namespace testbed {
 namespace {
 
+struct SharedPrefixParams : ParamsOf<SharedPrefixParams, WorkloadParams> {
+  PromptShape shape;
+  int num_prefixes = 1;  // distinct system prompts, drawn uniformly
+  void bind(OptionTable& t) override {
+    shape.bind(t);
+    t.add("workload.num_prefixes", &num_prefixes, "shared_prefix: distinct system prompts");
+  }
+  void validate() const override {
+    shape.validate();
+    require(num_prefixes > 0, "workload.num_prefixes", "must be positive");
+  }
+  int64_t max_sequence_tokens(const WorkloadConfig& c) const override {
+    return int64_t{shape.system_prompt_tokens} + shape.user_tokens + c.output_tokens;
+  }
+  int shared_prefix_tokens() const override { return shape.system_prompt_tokens; }
+};
+
 class SharedPrefixWorkload : public GeneratedWorkload {
  public:
-  SharedPrefixWorkload(const WorkloadConfig& c, const WorkloadContext& ctx) : GeneratedWorkload(c, ctx) {
+  SharedPrefixWorkload(const SharedPrefixParams& p, const WorkloadConfig& c, const WorkloadContext& ctx)
+      : GeneratedWorkload(c, ctx), p_(p) {
     Rng prefix_rng(mix_seed(c.seed, 3));
-    prefixes_.resize(c.num_prefixes);
-    for (auto& p : prefixes_)
-      for (int i = 0; i < c.system_prompt_tokens; ++i) p.push_back(static_cast<int32_t>(prefix_rng.below(ctx.vocab_size)));
+    prefixes_.resize(p.num_prefixes);
+    for (auto& prefix : prefixes_)
+      for (int i = 0; i < p.shape.system_prompt_tokens; ++i)
+        prefix.push_back(static_cast<int32_t>(prefix_rng.below(ctx.vocab_size)));
   }
 
   void fill(Request& r) override {
-    const auto& prefix = prefixes_[c_.num_prefixes > 1 ? rng_.below(c_.num_prefixes) : 0];
+    const auto& prefix = prefixes_[p_.num_prefixes > 1 ? rng_.below(p_.num_prefixes) : 0];
     // Room for the output too: the engine keeps generated tokens in this vector.
-    r.prompt.reserve(prefix.size() + c_.user_tokens + c_.output_tokens);
+    r.prompt.reserve(prefix.size() + p_.shape.user_tokens + c_.output_tokens);
     r.prompt.assign(prefix.begin(), prefix.end());
-    for (int i = 0; i < c_.user_tokens; ++i) r.prompt.push_back(static_cast<int32_t>(rng_.below(ctx_.vocab_size)));
+    for (int i = 0; i < p_.shape.user_tokens; ++i)
+      r.prompt.push_back(static_cast<int32_t>(rng_.below(ctx_.vocab_size)));
   }
 
  private:
+  SharedPrefixParams p_;
   std::vector<std::vector<int32_t>> prefixes_;
 };
 
-TESTBED_REGISTER(WorkloadRegistry, "shared_prefix", [](const WorkloadConfig& c, const WorkloadContext& ctx) {
-  return std::make_unique<SharedPrefixWorkload>(c, ctx);
-});
+TESTBED_REGISTER(WorkloadRegistry, "shared_prefix",
+                 [](const SharedPrefixParams& p, const WorkloadConfig& c, const WorkloadContext& ctx) {
+                   return std::make_unique<SharedPrefixWorkload>(p, c, ctx);
+                 });
 
 }  // namespace
 }  // namespace testbed

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/registry.h"
+#include "engine/common/registry.h"
 
 namespace testbed {
 
@@ -26,6 +26,7 @@ struct TraceRow {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
   std::vector<int64_t> hash_ids;  // Mooncake only: one id per 512-token block
+  int priority = -1;              // the row's priority when the format records one (-1: none)
 };
 
 struct TraceFormatContext {

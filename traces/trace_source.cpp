@@ -8,7 +8,8 @@
 #include <fstream>
 #include <memory>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
+#include "engine/common/option_table.h"
 #include "traces/arrivals.h"
 #include "traces/random_tokens.h"
 #include "traces/trace_format.h"
@@ -22,6 +23,35 @@ void TraceFormat::fill_prompt(const TraceRow& row, int64_t request_id, std::vect
 }
 
 namespace {
+
+// trace.* keys: workload.kind = trace replays a recorded trace file.
+struct TraceParams : ParamsOf<TraceParams, WorkloadParams> {
+  Choice<TraceFormatRegistry> format{"trace.format", "mooncake", "trace file format"};
+  std::string path;                // the trace file (required with workload.kind = trace)
+  double time_scale = 1.0;         // multiplies the trace's gaps: 0.5 = twice the rate
+  int64_t max_requests = 0;        // 0 = every row
+  std::string arrivals = "trace";  // trace | poisson | gamma | constant (generated at workload.rate)
+  int output_tokens = 0;           // > 0 overrides every row's output length
+  void bind(OptionTable& t) override {
+    format.bind(t);
+    t.add_path("trace.path", &path, "trace file (workload.kind = trace)");
+    t.add("trace.time_scale", &time_scale, "multiplies trace gaps (0.5 = twice the rate)");
+    t.add("trace.max_requests", &max_requests, "stop after this many requests (0: all)");
+    t.add("trace.arrivals", &arrivals, "trace | poisson | gamma | constant (at workload.rate)");
+    t.add("trace.output_tokens", &output_tokens, "output length of every request (0: from trace)");
+  }
+  void validate() const override {
+    format.validate();
+    require(time_scale > 0, "trace.time_scale", "must be positive");
+    require(max_requests >= 0, "trace.max_requests", "must be >= 0 (0 = all)");
+    require(arrivals == "trace" || arrivals == "poisson" || arrivals == "gamma" || arrivals == "constant",
+            "trace.arrivals", "unknown arrivals '" + arrivals + "' (known: constant, gamma, poisson, trace)");
+    require(output_tokens >= 0, "trace.output_tokens", "must be >= 0 (0 = from the trace)");
+  }
+  void validate_selected() const override {
+    require(!path.empty(), "trace.path", "workload.kind = trace needs a trace file");
+  }
+};
 
 // Beyond this a length is a corrupt row, not a request (the longest Mooncake
 // conversation prompt is 126,195 tokens); it also bounds what one row allocates.
@@ -38,15 +68,16 @@ bool read_line(std::istream& in, std::string& line) {
 
 class TraceSource : public RequestSource {
  public:
-  TraceSource(const WorkloadConfig& c, const WorkloadContext& ctx) : c_(c), ctx_(ctx), path_(c.trace.path) {
+  TraceSource(const TraceParams& p, const WorkloadConfig& c, const WorkloadContext& ctx)
+      : p_(p), c_(c), ctx_(ctx), path_(p.path), priorities_(c) {
     namespace fs = std::filesystem;
     require(fs::is_regular_file(path_), "trace.path", "cannot open trace file '" + path_ + "'");
     TraceFormatContext fc;
     fc.content_seed = mix_seed(c.seed, 0x7472616365ULL);  // "trace"
     fc.vocab_size = ctx.vocab_size;
-    format_ = TraceFormatRegistry::instance().create("trace.format", c.trace.format, fc);
-    if (c.trace.arrivals != "trace")
-      arrivals_ = std::make_unique<ArrivalProcess>(c.trace.arrivals, c.rate, c.burstiness, mix_seed(c.seed, 1),
+    format_ = p.format.create(fc);
+    if (p.arrivals != "trace")
+      arrivals_ = std::make_unique<ArrivalProcess>(p.arrivals, c.rate, c.burstiness, mix_seed(c.seed, 1),
                                                    "trace.arrivals");
     const int64_t num_lines = count_nonblank_lines();
     in_.open(path_);
@@ -56,11 +87,11 @@ class TraceSource : public RequestSource {
     if (num_rows <= 0) throw ConfigError(path_ + ": no requests in the trace (trace.path)");
     // A format that skips rows knows no request count in advance (-1).
     if (format_->is_one_request_per_row())
-      size_hint_ = c.trace.max_requests > 0 ? std::min(num_rows, c.trace.max_requests) : num_rows;
+      size_hint_ = p.max_requests > 0 ? std::min(num_rows, p.max_requests) : num_rows;
   }
 
   std::optional<Request> next() override {
-    if (c_.trace.max_requests > 0 && next_id_ >= c_.trace.max_requests) return std::nullopt;
+    if (p_.max_requests > 0 && next_id_ >= p_.max_requests) return std::nullopt;
     std::string line;
     for (;;) {
       if (pending_) {
@@ -116,7 +147,7 @@ class TraceSource : public RequestSource {
   Request make_request(const TraceRow& row) {
     if (row.input_tokens < 1 || row.input_tokens > kMaxTraceTokens)
       fail("input length " + std::to_string(row.input_tokens) + " is outside [1, 2^24]");
-    const bool keep_output = c_.trace.output_tokens == 0;
+    const bool keep_output = p_.output_tokens == 0;
     if (keep_output && (row.output_tokens < 1 || row.output_tokens > kMaxTraceTokens))
       fail("output length " + std::to_string(row.output_tokens) +
            " is outside [1, 2^24] (trace.output_tokens overrides it)");
@@ -128,20 +159,24 @@ class TraceSource : public RequestSource {
 
     Request r;
     r.id = next_id_++;
-    r.arrival_s = arrivals_ ? arrivals_->next() : (row.timestamp_s - first_timestamp_s_) * c_.trace.time_scale;
-    r.max_output_tokens = keep_output ? static_cast<int>(row.output_tokens) : c_.trace.output_tokens;
+    r.arrival_s = arrivals_ ? arrivals_->next() : (row.timestamp_s - first_timestamp_s_) * p_.time_scale;
+    r.max_output_tokens = keep_output ? static_cast<int>(row.output_tokens) : p_.output_tokens;
     // Room for the output too: the engine appends generated tokens to the prompt.
     r.prompt.reserve(static_cast<size_t>(row.input_tokens) + static_cast<size_t>(r.max_output_tokens));
     format_->fill_prompt(row, r.id, r.prompt);
     r.sampling = ctx_.sampling;
+    const int drawn = priorities_.next();  // drawn for every row, so a recorded priority shifts no other row's
+    r.priority = row.priority >= 0 ? row.priority : drawn;
     return r;
   }
 
+  TraceParams p_;
   WorkloadConfig c_;
   WorkloadContext ctx_;
   std::string path_;
   std::unique_ptr<TraceFormat> format_;
   std::unique_ptr<ArrivalProcess> arrivals_;
+  PriorityDraw priorities_;
   std::ifstream in_;
   std::optional<std::string> pending_;
   bool has_header_ = false;
@@ -151,8 +186,8 @@ class TraceSource : public RequestSource {
   double first_timestamp_s_ = 0.0, last_timestamp_s_ = 0.0;
 };
 
-TESTBED_REGISTER(WorkloadRegistry, "trace", [](const WorkloadConfig& c, const WorkloadContext& ctx) {
-  return std::make_unique<TraceSource>(c, ctx);
+TESTBED_REGISTER(WorkloadRegistry, "trace", [](const TraceParams& p, const WorkloadConfig& c, const WorkloadContext& ctx) {
+  return std::make_unique<TraceSource>(p, c, ctx);
 });
 
 }  // namespace

@@ -13,7 +13,7 @@
 #include "engine/cpu_executor.h"
 #include "engine/engine.h"
 #include "engine/model/llama_weights.h"
-#include "engine/rng.h"
+#include "engine/common/rng.h"
 
 using namespace testbed;
 
@@ -24,9 +24,12 @@ class FreeExecutor : public Executor {
  public:
   StepResult execute(const Batch& batch) override {
     StepResult r;
-    r.tokens.resize(batch.items.size());
-    for (size_t i = 0; i < batch.items.size(); ++i)
-      r.tokens[i] = batch.items[i].samples() ? static_cast<int32_t>(batch.items[i].seq->num_tokens() % 1000) : -1;
+    r.reserve(batch.items.size());
+    for (const ScheduledSeq& item : batch.items)
+      if (item.samples())
+        r.add_token(static_cast<int32_t>(item.seq->num_tokens() % 1000));
+      else
+        r.add_none();
     return r;
   }
   std::string name() const override { return "free"; }
@@ -66,11 +69,8 @@ static void BM_SchedulerStep(benchmark::State& state) {
   };
   double now = 0;
   auto step = [&] {
-    Batch b = engine.schedule(now);
-    StepResult r = engine.executor().execute(b);
-    engine.complete_step(b, r, now, now + 0.01);
+    engine.step(now);
     now += 0.01;
-    return b.num_tokens();
   };
   for (int i = 0; i < num_seqs; ++i) add(now);
   for (int i = 0; i < 2000; ++i) {  // warm up into the steady state
@@ -84,14 +84,14 @@ static void BM_SchedulerStep(benchmark::State& state) {
   using Clock = std::chrono::steady_clock;
   for (auto _ : state) {
     const auto t0 = Clock::now();
-    Batch b = engine.schedule(now);
+    const StepPlan plan = engine.begin_step(now);
     const auto t1 = Clock::now();
-    StepResult r = engine.executor().execute(b);
+    const StepResult r = engine.executor().execute(plan.batch);
     const auto t2 = Clock::now();
-    engine.complete_step(b, r, now, now + 0.01);
+    const StepOutcome out = engine.end_step(plan, r, now + 0.01);
     const auto t3 = Clock::now();
     now += 0.01;
-    benchmark::DoNotOptimize(b.num_tokens());
+    benchmark::DoNotOptimize(out.num_finished);
     state.SetIterationTime(std::chrono::duration<double>((t1 - t0) + (t3 - t2)).count());
     while (engine.scheduler().num_running() + engine.scheduler().num_waiting() < num_seqs) add(now);
   }
@@ -131,7 +131,7 @@ static void BM_CpuDecode(benchmark::State& state) {
     auto s = std::make_unique<Sequence>(std::move(r));
     for (int k = 0; k < blocks_per_seq; ++k) s->block_table.push_back(i * blocks_per_seq + k);
     s->num_computed_tokens = context;  // decode the last token over a 512-token context
-    b.items.push_back({s.get(), context, 1});
+    b.add(s.get(), context, 1);
     seqs.push_back(std::move(s));
   }
   for (auto _ : state) benchmark::DoNotOptimize(exec.execute(b).tokens.data());

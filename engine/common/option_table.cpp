@@ -1,8 +1,18 @@
-#include "experiments/cli/option_table.h"
+#include "engine/common/option_table.h"
 
+#include <boost/program_options/parsers.hpp>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <limits>
 #include <sstream>
+#include <stdexcept>
+
+#include "engine/common/config_error.h"
+
+namespace po = boost::program_options;
 
 namespace testbed {
 
@@ -14,27 +24,237 @@ std::string format_value(double v) {
   }
   return buf;
 }
-
+std::string format_value(float v) { return format_value(static_cast<double>(v)); }
 std::string format_value(bool v) { return v ? "true" : "false"; }
 std::string format_value(const std::string& v) { return v; }
+std::string format_value(int v) { return std::to_string(v); }
+std::string format_value(int64_t v) { return std::to_string(v); }
+std::string format_value(uint64_t v) { return std::to_string(v); }
+
+namespace {
+
+bool parse_integer(const std::string& text, long long lo, long long hi, long long& out) {
+  if (text.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno == ERANGE || end == text.c_str() || *end != '\0' || v < lo || v > hi) return false;
+  out = v;
+  return true;
+}
+
+}  // namespace
+
+bool parse_value(const std::string& text, double& out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !std::isfinite(v)) return false;
+  out = v;
+  return true;
+}
+
+bool parse_value(const std::string& text, float& out) {
+  double v;
+  if (!parse_value(text, v) || std::abs(v) > std::numeric_limits<float>::max()) return false;
+  out = static_cast<float>(v);
+  return true;
+}
+
+bool parse_value(const std::string& text, bool& out) {
+  if (text == "true" || text == "1" || text == "yes" || text == "on") return out = true, true;
+  if (text == "false" || text == "0" || text == "no" || text == "off") return out = false, true;
+  return false;
+}
+
+bool parse_value(const std::string& text, std::string& out) {
+  out = text;
+  return true;
+}
+
+bool parse_value(const std::string& text, int& out) {
+  long long v;
+  if (!parse_integer(text, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(), v)) return false;
+  out = static_cast<int>(v);
+  return true;
+}
+
+bool parse_value(const std::string& text, int64_t& out) {
+  long long v;
+  if (!parse_integer(text, std::numeric_limits<long long>::min(), std::numeric_limits<long long>::max(), v))
+    return false;
+  out = v;
+  return true;
+}
+
+bool parse_value(const std::string& text, uint64_t& out) {
+  if (text.empty() || text[0] == '-' || text[0] == '+') return false;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno == ERANGE || *end != '\0') return false;
+  out = v;
+  return true;
+}
+
+void OptionTable::add_path(const std::string& key, std::string* target, const std::string& help) {
+  add_entry(key, make_binding(target), help, Kind::Path);
+}
+
+void OptionTable::add_entry(const std::string& key, Binding binding, const std::string& help, Kind kind) {
+  auto it = index_.find(key);
+  if (it != index_.end()) {
+    // Two components sharing a key must agree on what it is.
+    Entry& e = entries_[it->second];
+    if (e.kind != kind || e.bindings.front().type != binding.type || e.default_text != binding.get())
+      throw std::logic_error("OptionTable: '" + key + "' bound twice with a different type or default");
+    e.bindings.push_back(std::move(binding));
+    return;
+  }
+  Entry e;
+  e.key = key;
+  e.help = help;
+  e.kind = kind;
+  e.default_text = binding.get();
+  e.bindings.push_back(std::move(binding));
+  index_[key] = entries_.size();
+  entries_.push_back(std::move(e));
+}
+
+void OptionTable::assign(Entry& e, const std::string& value, const std::string& origin) {
+  for (Binding& b : e.bindings)
+    if (!b.assign(value))
+      throw ConfigError((origin.empty() ? "" : origin + ": ") + e.key + ": '" + value + "' is not " + b.type);
+  e.set = true;
+}
+
+void OptionTable::set(const std::string& key, const std::string& value, const std::string& origin) {
+  auto it = index_.find(key);
+  if (it == index_.end()) throw ConfigError((origin.empty() ? "" : origin + ": ") + "unknown key '" + key + "'");
+  assign(entries_[it->second], value, origin);
+}
+
+bool OptionTable::was_set(const std::string& key) const {
+  auto it = index_.find(key);
+  return it != index_.end() && entries_[it->second].set;
+}
+
+std::string OptionTable::value(const std::string& key) const {
+  auto it = index_.find(key);
+  if (it == index_.end()) throw std::logic_error("OptionTable: no key '" + key + "'");
+  return entries_[it->second].bindings.front().get();
+}
+
+void OptionTable::parse_ini(const std::string& text, const std::string& origin,
+                            std::map<std::string, std::string>& values) {
+  std::istringstream in(text);
+  po::parsed_options parsed(nullptr);
+  try {
+    // Nothing is registered with Boost: it only tokenizes ([section], key = value,
+    // # comments); this table decides what is known, so Boost never formats an error.
+    po::options_description none;
+    parsed = po::parse_config_file(in, none, /*allow_unregistered=*/true);
+  } catch (const po::error&) {
+    // Find the offending line ourselves: the exception's text would substitute
+    // the line into a template (see the header comment).
+    std::istringstream lines(text);
+    std::string line;
+    for (int n = 1; std::getline(lines, line); ++n) {
+      const size_t hash = line.find('#');
+      if (hash != std::string::npos) line.erase(hash);
+      const size_t a = line.find_first_not_of(" \t\r"), b = line.find_last_not_of(" \t\r");
+      if (a == std::string::npos) continue;
+      const std::string s = line.substr(a, b - a + 1);
+      if ((s.front() == '[' && s.back() == ']') || s.find('=') != std::string::npos) continue;
+      throw ConfigError(origin + ":" + std::to_string(n) + ": expected 'key = value' or '[section]'");
+    }
+    throw ConfigError(origin + ": not an INI file");
+  }
+  for (const po::option& o : parsed.options) {
+    const std::string& key = o.string_key;
+    auto it = index_.find(key);
+    if (it == index_.end() || entries_[it->second].kind == Kind::Flag)
+      throw ConfigError(origin + ": unknown key '" + key + "'");
+    if (values.count(key)) throw ConfigError(origin + ": " + key + " is set twice");
+    values[key] = o.value.empty() ? std::string() : o.value.front();
+  }
+}
+
+void OptionTable::parse(const std::vector<std::string>& args, const std::string* ini_text,
+                        const std::string& ini_origin) {
+  // The command line: --key=value or --key value, nothing else.
+  std::map<std::string, std::string> from_args;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() < 3 || a.compare(0, 2, "--") != 0)
+      throw ConfigError("command line: unexpected argument '" + a + "' (options are --key=value)");
+    const size_t eq = a.find('=');
+    const std::string key = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    if (!index_.count(key)) throw ConfigError("command line: unknown option '--" + key + "'");
+    std::string value;
+    if (eq != std::string::npos) {
+      value = a.substr(eq + 1);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      throw ConfigError("command line: --" + key + " needs a value");
+    }
+    if (from_args.count(key)) throw ConfigError("command line: --" + key + " is given twice");
+    from_args[key] = value;
+  }
+  std::map<std::string, std::string> from_file;
+  if (ini_text) parse_ini(*ini_text, ini_origin, from_file);
+  config_dir_ = ini_text ? std::filesystem::path(ini_origin).parent_path().string() : std::string();
+
+  for (const auto& [key, value] : from_file)
+    if (!from_args.count(key)) assign(entries_[index_.at(key)], value, ini_origin);
+  for (const auto& [key, value] : from_args) assign(entries_[index_.at(key)], value, "command line");
+
+  namespace fs = std::filesystem;
+  for (Entry& e : entries_) {
+    if (e.kind == Kind::Required && !e.set)
+      throw ConfigError((ini_origin.empty() ? std::string("command line") : ini_origin) + ": " + e.key +
+                        " is required");
+    if (e.kind != Kind::Path || config_dir_.empty()) continue;
+    const std::string path = e.bindings.front().get();
+    if (path.empty() || fs::path(path).is_absolute() || fs::exists(path)) continue;
+    const fs::path beside = fs::path(config_dir_) / path;
+    if (fs::exists(beside))
+      for (Binding& b : e.bindings) b.assign(beside.string());
+  }
+}
 
 std::vector<std::pair<std::string, std::string>> OptionTable::resolved() const {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [key, get] : keys_) out.emplace_back(key, get());
+  for (const Entry& e : entries_)
+    if (e.kind != Kind::Flag) out.emplace_back(e.key, e.bindings.front().get());
   return out;
 }
 
 std::string OptionTable::to_ini() const {
-  std::ostringstream out;
-  std::string section;
+  // Sections in the order they first appear, keys in registration order within each.
+  std::vector<std::string> sections;
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> by_section;
   for (const auto& [key, value] : resolved()) {
     const size_t dot = key.find('.');
     const std::string sec = key.substr(0, dot);
-    if (sec != section) {
-      out << (section.empty() ? "" : "\n") << "[" << sec << "]\n";
-      section = sec;
-    }
-    out << key.substr(dot + 1) << " = " << value << "\n";
+    if (!by_section.count(sec)) sections.push_back(sec);
+    by_section[sec].emplace_back(key.substr(dot + 1), value);
+  }
+  std::ostringstream out;
+  for (size_t i = 0; i < sections.size(); ++i) {
+    out << (i ? "\n" : "") << "[" << sections[i] << "]\n";
+    for (const auto& [name, value] : by_section[sections[i]]) out << name << " = " << value << "\n";
+  }
+  return out.str();
+}
+
+std::string OptionTable::help() const {
+  std::ostringstream out;
+  for (const Entry& e : entries_) {
+    std::string left = "  --" + e.key + (e.kind == Kind::Required ? " (required)" : " (=" + e.default_text + ")");
+    if (left.size() < 44) left.resize(44, ' ');
+    out << left << " " << e.help << "\n";
   }
   return out.str();
 }

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "engine/common/config_error.h"
 #include "engine/cuda/cuda_executor.h"
 #include "engine/sampler.h"
 #include "kernels/attention/attention.h"
@@ -47,6 +48,12 @@ std::unique_ptr<Executor> make_cuda_executor(const ModelConfig& cfg, const Llama
                                              int block_size, int max_model_len) {
   return std::make_unique<CudaExecutor>(cfg, weights, num_blocks, block_size, max_model_len);
 }
+
+TESTBED_REGISTER(ExecutorRegistry, "cuda", [](const ExecutorSetup& s) {
+  require(cuda_device_available(), "executor.kind", "cuda: no CUDA device is visible on this machine");
+  return make_cuda_executor(s.model, load_weights(s.model, s.weights, s.weights_seed), s.num_blocks, s.block_size,
+                            s.max_model_len);
+});
 
 CudaExecutor::CudaExecutor(const ModelConfig& cfg, const LlamaWeights& weights, int num_blocks, int block_size,
                            int max_model_len)
@@ -129,23 +136,23 @@ void CudaExecutor::run_layer(int l, const StepInputs& in, const int32_t* d) {
 
   // Attention reads every key (context and the new tokens just stored) from the cache.
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_head));
-  if (in.num_prefill > 0) {
+  if (in.flat.num_multi > 0) {
     PagedPrefillParams p;
     p.dtype = DType::kBF16;
     p.q = q16_.get();
     p.out = attn16_.get();
     p.q_indptr = d + in.o_q_indptr;
     p.num_q_heads = cfg_.num_heads;
-    p.max_q_len = in.max_q_len;
+    p.max_q_len = in.flat.max_q_len;
     p.k_cache = k_cache_[l].get();
     p.v_cache = v_cache_[l].get();
     p.layout = layout_;
-    p.table = PagedKvTable{d + in.o_kv_indptr, d + in.o_kv_indices, d + in.o_seq_lens, in.num_prefill};
+    p.table = PagedKvTable{d + in.o_kv_indptr, d + in.o_kv_indices, d + in.o_seq_lens, in.flat.num_multi};
     p.scale = scale;
     cuda_check(launch_paged_prefill_attention(p, stream_), "prefill attention");
   }
-  if (in.num_decode > 0) {
-    const size_t row_off = bf16_rows(in.num_prefill_rows, Q);
+  if (in.flat.num_single > 0) {
+    const size_t row_off = bf16_rows(in.flat.num_multi_rows, Q);
     PagedDecodeParams p;
     p.dtype = DType::kBF16;
     p.q = q16_.as<char>() + row_off;
@@ -156,8 +163,8 @@ void CudaExecutor::run_layer(int l, const StepInputs& in, const int32_t* d) {
     p.layout = layout_;
     // indptr values are absolute offsets into kv_indices, so the decode part of
     // the CSR table is a suffix of indptr and seq_lens.
-    p.table = PagedKvTable{d + in.o_kv_indptr + in.num_prefill, d + in.o_kv_indices, d + in.o_seq_lens + in.num_prefill,
-                           in.num_decode};
+    p.table = PagedKvTable{d + in.o_kv_indptr + in.flat.num_multi, d + in.o_kv_indices,
+                           d + in.o_seq_lens + in.flat.num_multi, in.flat.num_single};
     p.scale = scale;
     p.plan = in.plan;
     p.workspace = decode_ws_.get();
@@ -174,14 +181,15 @@ void CudaExecutor::run_layer(int l, const StepInputs& in, const int32_t* d) {
 
 StepResult CudaExecutor::execute(const Batch& batch) {
   const auto t0 = std::chrono::steady_clock::now();
-  StepResult result;
-  result.tokens.assign(batch.num_seqs(), -1);
   StepInputs in =
-      flatten_batch(batch, layout_.block_size, max_model_len_, cfg_.num_kv_heads, num_sms_, decode_ctas_per_sm_);
-  const int T = in.num_tokens(), S = static_cast<int>(in.sample_rows.size());
+      make_step_inputs(batch, layout_.block_size, max_model_len_, cfg_.num_kv_heads, num_sms_, decode_ctas_per_sm_);
+  const int T = in.num_tokens(), S = static_cast<int>(in.flat.logit_rows.size());
   const int H = cfg_.hidden_size, Q = cfg_.q_size(), KV = cfg_.kv_size(), V = cfg_.vocab_size;
   last_num_sampled_ = 0;
+  StepResult result;
+  result.reserve(batch.items.size());
   if (T == 0) {
+    for (int s = 0; s < batch.num_seqs(); ++s) result.add_none();
     result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return result;
   }
@@ -200,47 +208,101 @@ StepResult CudaExecutor::execute(const Batch& batch) {
   attn16_.resize(bf16_rows(T, Q));
   gate_up_.resize(sizeof(float) * T * 2 * cfg_.intermediate_size);
   act16_.resize(bf16_rows(T, cfg_.intermediate_size));
-  if (in.num_decode > 0)
-    decode_ws_.resize(std::max<size_t>(1, decode_workspace_bytes(in.plan, in.num_decode, cfg_.num_heads, cfg_.head_dim)));
+  if (in.flat.num_single > 0)
+    decode_ws_.resize(
+        std::max<size_t>(1, decode_workspace_bytes(in.plan, in.flat.num_single, cfg_.num_heads, cfg_.head_dim)));
 
   cuda_check(launch_embedding_gather(model_.embed.get(), d + in.o_tokens, T, H, x_.as<float>(), stream_), "embedding");
   for (int l = 0; l < cfg_.num_layers; ++l) run_layer(l, in, d);
 
-  if (S > 0) {  // logits only for the rows that sample
+  // Logits only for the verified rows: each sampling item's last known token and its drafts.
+  std::vector<int32_t> greedy(S);
+  if (S > 0) {
     last_.resize(sizeof(float) * S * H);
     last16_.resize(bf16_rows(S, H));
     logits_.resize(sizeof(float) * static_cast<size_t>(S) * V);
     tokens_.resize(sizeof(int32_t) * S);
-    cuda_check(launch_gather_rows(x_.as<float>(), d + in.o_sample_rows, S, H, last_.as<float>(), stream_), "gather");
+    cuda_check(launch_gather_rows(x_.as<float>(), d + in.o_logit_rows, S, H, last_.as<float>(), stream_), "gather");
     cuda_check(launch_rms_norm(last_.as<float>(), H, model_.final_norm.as<float>(), S, 1, H,
                                static_cast<float>(cfg_.rms_norm_eps), DType::kBF16, last16_.get(), H, stream_),
                "final norm");
     gemm(last16_.get(), S, model_.output_embedding(), V, H, logits_.as<float>(), 0.0f);
     cuda_check(launch_argmax(logits_.as<float>(), S, V, tokens_.as<int32_t>(), stream_), "argmax");
-    std::vector<int32_t> greedy(S);
     cuda_check(cudaMemcpyAsync(greedy.data(), tokens_.get(), sizeof(int32_t) * S, cudaMemcpyDeviceToHost, stream_),
                "download tokens");
     cuda_check(cudaStreamSynchronize(stream_), "step");
     last_num_sampled_ = S;
-    std::vector<float> row;
-    for (int i = 0; i < S; ++i) {
-      const ScheduledSeq& item = batch.items[in.sample_items[i]];
-      const SamplingParams& sp = item.seq->request().sampling;
-      if (sp.temperature <= 0.0f) {
-        result.tokens[in.sample_items[i]] = greedy[i];
-        continue;
-      }
-      // Top-k / top-p on the host with the shared sampler: the same seeded draw as the CPU executor.
-      row.resize(V);
-      cuda_check(cudaMemcpy(row.data(), logits_.as<float>() + static_cast<size_t>(i) * V, sizeof(float) * V,
-                            cudaMemcpyDeviceToHost),
-                 "download logits");
-      result.tokens[in.sample_items[i]] = sample_token(row.data(), V, sp, item.seq->id(), item.seq->num_tokens());
+  }
+  if (batch.want_probs) {
+    result.vocab_size = V;
+    result.probs.resize(static_cast<size_t>(S) * V);
+    result.prob_offsets = in.flat.logit_indptr;
+  }
+  std::vector<float> row;
+  std::vector<int32_t> target, out;
+  for (int s = 0; s < batch.num_seqs(); ++s) {
+    const ScheduledSeq& item = batch.items[s];
+    const int first = in.flat.logit_indptr[s], rows = in.flat.logit_indptr[s + 1] - first;
+    if (rows == 0) {
+      result.add_none();
+      continue;
     }
+    // The target's own token at each verified position, as CpuExecutor draws it.
+    const SamplingParams& sp = item.seq->request().sampling;
+    const int known = item.num_computed + item.num_new - item.num_draft;
+    target.resize(rows);
+    out.resize(rows);
+    for (int j = 0; j < rows; ++j) {
+      const bool need_row = sp.temperature > 0.0f || batch.want_probs;
+      if (need_row) {
+        // Top-k / top-p on the host with the shared sampler: the same seeded draw as the CPU executor.
+        row.resize(V);
+        cuda_check(cudaMemcpy(row.data(), logits_.as<float>() + static_cast<size_t>(first + j) * V, sizeof(float) * V,
+                              cudaMemcpyDeviceToHost),
+                   "download logits");
+        if (batch.want_probs) token_distribution(row.data(), V, sp, &result.probs[static_cast<size_t>(first + j) * V]);
+      }
+      target[j] = sp.temperature > 0.0f ? sample_token(row.data(), V, sp, item.seq->id(), known + j) : greedy[first + j];
+    }
+    result.add_item(out.data(), verify_drafts(item, target.data(), out.data()));
   }
   cuda_check(cudaStreamSynchronize(stream_), "step");
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
+}
+
+KvBlockData CudaExecutor::read_kv_blocks(const std::vector<int32_t>& blocks) const {
+  // [block][layer][K, V] bf16 tiles of block_stride elements, as CpuExecutor lays out its floats.
+  const size_t tile = layout_.block_stride() * 2;
+  cuda_check(cudaStreamSynchronize(stream_), "read KV blocks");  // the copies below run on the default stream
+  KvBlockData data;
+  data.num_blocks = static_cast<int>(blocks.size());
+  data.bytes.resize(blocks.size() * cfg_.num_layers * 2 * tile);
+  uint8_t* out = data.bytes.data();
+  for (int32_t b : blocks)
+    for (int l = 0; l < cfg_.num_layers; ++l)
+      for (const DeviceBuffer* cache : {&k_cache_[l], &v_cache_[l]}) {
+        cuda_check(cudaMemcpy(out, cache->as<const char>() + layout_.offset(b, 0, 0) * 2, tile, cudaMemcpyDeviceToHost),
+                   "read KV block");
+        out += tile;
+      }
+  return data;
+}
+
+void CudaExecutor::write_kv_blocks(const std::vector<int32_t>& blocks, const KvBlockData& data) {
+  const size_t tile = layout_.block_stride() * 2;
+  if (data.num_blocks != static_cast<int>(blocks.size()) || data.bytes.size() != blocks.size() * cfg_.num_layers * 2 * tile)
+    throw std::logic_error("CudaExecutor::write_kv_blocks: the data does not hold " + std::to_string(blocks.size()) +
+                           " blocks of this model's bf16 KV layout");
+  cuda_check(cudaStreamSynchronize(stream_), "write KV blocks");
+  const uint8_t* in = data.bytes.data();
+  for (int32_t b : blocks)
+    for (int l = 0; l < cfg_.num_layers; ++l)
+      for (DeviceBuffer* cache : {&k_cache_[l], &v_cache_[l]}) {
+        cuda_check(cudaMemcpy(cache->as<char>() + layout_.offset(b, 0, 0) * 2, in, tile, cudaMemcpyHostToDevice),
+                   "write KV block");
+        in += tile;
+      }
 }
 
 std::vector<float> CudaExecutor::last_logits() const {

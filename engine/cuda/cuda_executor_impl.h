@@ -28,8 +28,11 @@ class CudaExecutor : public Executor {
 
   StepResult execute(const Batch& batch) override;
   std::string name() const override { return "cuda"; }
+  // Bytes of each block, every layer: [layer][K, V] bf16 tiles of [kv_head][slot][head_dim].
+  KvBlockData read_kv_blocks(const std::vector<int32_t>& blocks) const override;
+  void write_kv_blocks(const std::vector<int32_t>& blocks, const KvBlockData& data) override;
 
-  // Logits of the last step's sampling rows, [num_sampled, vocab], copied to the host.
+  // Logits of the last step's verified rows, [rows, vocab], copied to the host.
   std::vector<float> last_logits() const;
   const KvLayout& layout() const { return layout_; }
 

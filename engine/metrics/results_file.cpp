@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <numeric>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
 
 namespace testbed {
 namespace {

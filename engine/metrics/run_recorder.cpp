@@ -8,9 +8,8 @@ double RequestRecord::tpot_s() const {
   return output_tokens > 1 ? (finish_s - first_token_s) / (output_tokens - 1) : NAN;
 }
 
-void RunRecorder::on_arrival(int instance, const Sequence& seq, double t) {
+void RunRecorder::on_arrival(int, const Sequence&, double) {
   ++num_arrived_;
-  for (MetricsSink* s : forwards_) s->on_arrival(instance, seq, t);
 }
 
 void RunRecorder::on_step(const StepRecord& step) {
@@ -19,16 +18,10 @@ void RunRecorder::on_step(const StepRecord& step) {
   if (static_cast<size_t>(step.instance) >= busy_by_instance_.size()) busy_by_instance_.resize(step.instance + 1, 0.0);
   busy_by_instance_[step.instance] += step.duration_s;
   if (keep_steps_) steps_.push_back(step);
-  for (MetricsSink* s : forwards_) s->on_step(step);
 }
 
-void RunRecorder::on_first_token(int instance, const Sequence& seq, double t) {
-  for (MetricsSink* s : forwards_) s->on_first_token(instance, seq, t);
-}
-
-void RunRecorder::on_token(int instance, const Sequence& seq, double t, double gap_s) {
+void RunRecorder::on_token(int, const Sequence&, double, double gap_s) {
   itl_.add(gap_s);
-  for (MetricsSink* s : forwards_) s->on_token(instance, seq, t, gap_s);
 }
 
 void RunRecorder::on_finish(int instance, const Sequence& seq, double t) {
@@ -47,18 +40,13 @@ void RunRecorder::on_finish(int instance, const Sequence& seq, double t) {
     tokens_.emplace_back(seq.tokens().begin() + seq.num_prompt_tokens(), seq.tokens().end());
     token_owner_.push_back(seq.id());
   }
-  for (MetricsSink* s : forwards_) s->on_finish(instance, seq, t);
 }
 
-void RunRecorder::on_kv_event(int instance, const KvEvent& event) {
+void RunRecorder::on_kv_event(int, const KvEvent& event) {
   if (event.kind == KvEvent::Kind::BlockStored) ++num_blocks_stored_;
   if (event.kind == KvEvent::Kind::BlockRemoved) ++num_blocks_removed_;
-  for (MetricsSink* s : forwards_) s->on_kv_event(instance, event);
 }
 
-void RunRecorder::on_sample(const InstanceSample& sample) {
-  samples_.push_back(sample);
-  for (MetricsSink* s : forwards_) s->on_sample(sample);
-}
+void RunRecorder::on_sample(const InstanceSample& sample) { samples_.push_back(sample); }
 
 }  // namespace testbed

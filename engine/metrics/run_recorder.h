@@ -1,6 +1,5 @@
 // RunRecorder: the MetricsSink every run uses. Keeps one record per finished
-// request and per step (nothing per token: inter-token gaps go to a histogram),
-// and forwards every call to further sinks (progress, fleet views...).
+// request and per step (nothing per token: inter-token gaps go to a histogram).
 #pragma once
 
 #include <cstdint>
@@ -27,11 +26,8 @@ class RunRecorder : public MetricsSink {
   explicit RunRecorder(bool keep_steps = true, bool keep_tokens = false)
       : keep_steps_(keep_steps), keep_tokens_(keep_tokens) {}
 
-  void forward_to(MetricsSink* sink) { forwards_.push_back(sink); }
-
   void on_arrival(int instance, const Sequence& seq, double t) override;
   void on_step(const StepRecord& step) override;
-  void on_first_token(int instance, const Sequence& seq, double t) override;
   void on_token(int instance, const Sequence& seq, double t, double gap_s) override;
   void on_finish(int instance, const Sequence& seq, double t) override;
   void on_kv_event(int instance, const KvEvent& event) override;
@@ -55,7 +51,6 @@ class RunRecorder : public MetricsSink {
 
  private:
   bool keep_steps_, keep_tokens_;
-  std::vector<MetricsSink*> forwards_;
   std::vector<RequestRecord> requests_;
   std::vector<StepRecord> steps_;
   std::vector<InstanceSample> samples_;

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <numeric>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
 
 namespace testbed {
 

@@ -1,9 +1,11 @@
 #include "engine/model/llama_weights.h"
 
 #include <cmath>
+#include <filesystem>
 
+#include "engine/common/config_error.h"
 #include "engine/model/safetensors.h"
-#include "engine/rng.h"
+#include "engine/common/rng.h"
 
 namespace testbed {
 
@@ -54,6 +56,12 @@ LlamaWeights load_safetensors_weights(const ModelConfig& cfg, const std::string&
     t = file.read(name, shape);
   });
   return w;
+}
+
+LlamaWeights load_weights(const ModelConfig& cfg, const std::string& weights, uint64_t seed) {
+  if (weights == "dummy") return make_dummy_weights(cfg, seed);
+  require(std::filesystem::is_regular_file(weights), "model.weights", "file not found: " + weights);
+  return load_safetensors_weights(cfg, weights);
 }
 
 void save_safetensors_weights(const ModelConfig& cfg, const LlamaWeights& w, const std::string& path,

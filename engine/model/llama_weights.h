@@ -40,6 +40,9 @@ void for_each_weight(const ModelConfig& cfg, LlamaWeights& w,
 LlamaWeights make_dummy_weights(const ModelConfig& cfg, uint64_t seed);
 // Throws ConfigError naming the file and the first missing, mismatched or truncated tensor.
 LlamaWeights load_safetensors_weights(const ModelConfig& cfg, const std::string& path);
+// Either of the two: "dummy" makes seeded dummy weights, anything else is a
+// safetensors path (model.weights; a missing file is a ConfigError naming it).
+LlamaWeights load_weights(const ModelConfig& cfg, const std::string& weights, uint64_t seed);
 void save_safetensors_weights(const ModelConfig& cfg, const LlamaWeights& w, const std::string& path,
                               const std::string& dtype);
 

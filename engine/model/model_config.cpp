@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
 
 namespace testbed {
 namespace {

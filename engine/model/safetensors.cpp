@@ -5,7 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
 #include "engine/model/float16.h"
 
 namespace testbed {

@@ -1,6 +1,6 @@
 #include <iostream>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
 #include "experiments/cli/command.h"
 #include "experiments/cli/commands.h"
 
@@ -8,9 +8,12 @@ namespace testbed {
 
 int cli_main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  const CommandRegistry& commands = CommandRegistry::instance();
   std::string usage = "usage: testbed <command> [args]\n\ncommands:\n";
-  for (const auto& [name, cmd] : CommandTable::instance().commands())
-    usage += "  testbed " + cmd.usage + "\n      " + cmd.summary + "\n";
+  for (const std::string& name : commands.names()) {
+    const auto cmd = commands.create("command", name);
+    usage += "  testbed " + cmd->usage() + "\n      " + cmd->summary() + "\n";
+  }
   usage += "\n`testbed <command> --help` says more; `testbed run --help` lists every config key.\n";
   if (args.empty()) {
     std::cerr << usage;
@@ -22,14 +25,12 @@ int cli_main(int argc, char** argv) {
     std::cout << usage;
     return 0;
   }
-  const auto& commands = CommandTable::instance().commands();
-  auto it = commands.find(name);
-  if (it == commands.end()) {
+  if (!commands.contains(name)) {
     std::cerr << "testbed: unknown command '" << name << "'\n" << usage;
     return 2;
   }
   try {
-    return it->second.run(args);
+    return commands.create("command", name)->run(args);
   } catch (const ConfigError& e) {
     std::cerr << "testbed: error: " << e.what() << "\n";
     return 2;

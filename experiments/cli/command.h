@@ -1,42 +1,44 @@
-// CLI subcommands register themselves by name (one file per command, one
-// TESTBED_COMMAND line); `testbed --help` lists them.
+// CLI subcommands register by name through the one Registry (one file per
+// command, one TESTBED_COMMAND line); `testbed --help` lists them.
 #pragma once
 
 #include <functional>
-#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/common/registry.h"
+
 namespace testbed {
 
-struct Command {
-  std::string usage;    // "run CONFIG.ini [--output DIR] [--section.key=value ...]"
-  std::string summary;  // one line
+class Command {
+ public:
+  virtual ~Command() = default;
+  virtual std::string usage() const = 0;    // "run CONFIG.ini [--output DIR] [--section.key=value ...]"
+  virtual std::string summary() const = 0;  // one line
   // Takes the arguments after the command's name; returns the exit status
   // (0 ok, 2 bad input: throw ConfigError for that, 1 failure).
-  std::function<int(const std::vector<std::string>&)> run;
+  virtual int run(const std::vector<std::string>& args) = 0;
 };
 
-class CommandTable {
+using CommandRegistry = Registry<Command>;
+
+// A command made of a usage line, a summary and a function.
+class FunctionCommand : public Command {
  public:
-  static CommandTable& instance() {
-    static CommandTable table;
-    return table;
-  }
-  bool add(const std::string& name, Command command) {
-    commands_[name] = std::move(command);
-    return true;
-  }
-  const std::map<std::string, Command>& commands() const { return commands_; }
+  using Fn = std::function<int(const std::vector<std::string>&)>;
+  FunctionCommand(std::string usage, std::string summary, Fn fn)
+      : usage_(std::move(usage)), summary_(std::move(summary)), fn_(std::move(fn)) {}
+  std::string usage() const override { return usage_; }
+  std::string summary() const override { return summary_; }
+  int run(const std::vector<std::string>& args) override { return fn_(args); }
 
  private:
-  std::map<std::string, Command> commands_;
+  std::string usage_, summary_;
+  Fn fn_;
 };
 
-#define TESTBED_COMMAND_CONCAT_INNER(a, b) a##b
-#define TESTBED_COMMAND_CONCAT(a, b) TESTBED_COMMAND_CONCAT_INNER(a, b)
-#define TESTBED_COMMAND(name, usage, summary, fn)                                                  \
-  static const bool TESTBED_COMMAND_CONCAT(testbed_command_, __LINE__) = ::testbed::CommandTable:: \
-      instance().add(name, ::testbed::Command{usage, summary, fn})
+#define TESTBED_COMMAND(name, usage, summary, fn) \
+  TESTBED_REGISTER(::testbed::CommandRegistry, name, [] { return std::make_unique<::testbed::FunctionCommand>(usage, summary, fn); })
 
 }  // namespace testbed

@@ -6,11 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
 #include "engine/driver.h"
 #include "engine/metrics/fleet_metrics.h"
 #include "experiments/cli/progress_printer.h"
-#include "sim/fleet.h"
 #include "traces/workload.h"
 
 namespace fs = std::filesystem;
@@ -40,59 +39,37 @@ namespace {
 // (0 when the run has none): (t(2N) - t(N)) / N for an N-token prompt chunk.
 double prefill_seconds_per_token(const CostModel* cost_model) {
   if (!cost_model) return 0.0;
-  auto predict = [&](int n) {
-    Request r;
-    r.prompt.assign(n, 1);
-    Sequence seq(std::move(r));
-    Batch b;
-    b.items.push_back({&seq, 0, n});
-    b.num_prefill_tokens = n;
-    return cost_model->predict(b);
-  };
   const int n = 1024;
-  return std::max(0.0, (predict(2 * n) - predict(n)) / n);
+  return std::max(0.0, (cost_model->predict(prefill_shape(2 * n)) - cost_model->predict(prefill_shape(n))) / n);
 }
 
 }  // namespace
 
-ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup, std::unique_ptr<Executor> executor,
-                                const std::string& mode_override) {
+ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) {
   WorkloadContext context;
   context.vocab_size = setup.model.vocab_size;
   context.sampling = config.sampling;
-  std::unique_ptr<RequestSource> source = make_workload(setup.workload, context);
+  std::unique_ptr<RequestSource> source = make_workload(config.workload, context);
 
   ExperimentResult result;
   result.recorder = std::make_unique<RunRecorder>(config.output.steps, config.output.tokens);
-  result.mode = mode_override.empty() ? config.driver_mode() : mode_override;
-  const int n = config.fleet.num_instances;
-  std::vector<std::unique_ptr<Engine>> engines;
-  for (int i = 0; i < n; ++i) {
-    std::unique_ptr<Executor> exec = (i == 0 && executor) ? std::move(executor) : make_executor(config, setup);
-    if (i == 0) result.executor = exec->name();
-    engines.push_back(std::make_unique<Engine>(i, setup.engine, setup.num_blocks, std::move(exec), result.recorder.get()));
-  }
+  result.mode = config.driver_mode();
+  DriverSetup driver_setup;
+  driver_setup.sink = result.recorder.get();
+  std::unique_ptr<Driver> driver = config.resolved_driver().create(driver_setup);
+  const EngineFactory make_engine = [&](int instance) {
+    std::unique_ptr<Executor> exec = make_executor(config, setup);
+    if (instance == 0) result.executor = exec->name();
+    return std::make_unique<Engine>(instance, setup.engine, setup.num_blocks, std::move(exec), result.recorder.get());
+  };
   ProgressPrinter printer(config.driver.progress);
-  ProgressFn progress = [&](int64_t done, int64_t total) { printer.update(done, total); };
-  const auto wall0 = std::chrono::steady_clock::now();
-  if (result.mode == "offline") {
-    run_offline(*engines[0], *source, progress);
-  } else if (result.mode == "realtime") {
-    run_realtime(*engines[0], *source, progress);
-  } else {
-    RouterSetup router;
-    router.config = config.router;
-    router.num_instances = n;
-    router.blocks_per_instance = setup.num_blocks;
-    std::vector<Engine*> raw;
-    for (auto& e : engines) raw.push_back(e.get());
-    Fleet fleet(raw, make_router(router), config.fleet.sample_interval_s, result.recorder.get());
-    const SimulationStats stats = fleet.run(*source, progress);
-    result.simulated_s = stats.simulated_s;
-    result.num_events = stats.num_events;
-  }
+  const ProgressFn progress = [&](int64_t done, int64_t total) { printer.update(done, total); };
+  const DriverStats stats = driver->run(make_engine, *source, progress);
   printer.done();
-  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  result.wall_s = stats.wall_s;
+  result.simulated_s = stats.simulated_s;
+  result.num_events = stats.num_events;
+  const int n = stats.num_instances;
   result.summary = summarize(*result.recorder, n, config.slo);
   FleetCostFacts facts;
   facts.num_instances = n;

@@ -10,7 +10,7 @@
 #include "engine/metrics/run_recorder.h"
 #include "engine/metrics/summary.h"
 #include "experiments/cli/engine_factory.h"
-#include "experiments/cli/option_table.h"
+#include "engine/common/option_table.h"
 #include "experiments/cli/run_config.h"
 
 namespace testbed {
@@ -25,10 +25,9 @@ struct ExperimentResult {
   std::string executor, mode;
 };
 
-// Runs the configured workload through one engine with `executor` (made from the
-// config when null) under driver `mode` ("" = the config's).
-ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup, std::unique_ptr<Executor> executor = nullptr,
-                                const std::string& mode = "");
+// Runs the configured workload under the configured driver, on as many
+// engines as it asks for, each with the configured executor.
+ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup);
 
 // Writes DIR/results.h5 (requests, steps, summary, config; `extra` may add more
 // before it is committed), DIR/config.ini and, with output.timeline, DIR/timeline.json.

@@ -10,12 +10,11 @@
 #include <filesystem>
 #include <iostream>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
 #include "experiments/cli/command.h"
 #include "experiments/cli/experiment.h"
 #include "experiments/cli/profile_command.h"
 
-namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
 namespace testbed {
@@ -30,19 +29,18 @@ int fidelity_command(const std::vector<std::string>& args) {
   }
   std::string output;
   int repeats = 5;
-  po::options_description extra;
-  extra.add_options()("output", po::value<std::string>(&output), "results directory")(
-      "repeats", po::value<int>(&repeats), "profile runs per grid point");
   RunConfig config;
   OptionTable table;
-  po::variables_map vm;
-  load_run_config(args[0], {args.begin() + 1, args.end()}, config, table, extra, vm);
-  require(config.executor.kind != "sim", "executor.kind", "fidelity compares a real executor (cpu or cuda) with the simulator");
+  table.add_flag("output", &output, "results directory");
+  table.add_flag("repeats", &repeats, "profile runs per grid point");
+  load_run_config(args[0], {args.begin() + 1, args.end()}, config, table);
+  require(config.executor.kind.name != "sim", "executor.kind",
+          "fidelity compares a real executor (cpu or cuda) with the simulator");
   require(config.driver_mode() != "simulated", "driver.mode", "the real run needs a wall-clock driver (realtime or offline)");
   if (output.empty()) output = default_output_dir(args[0]);
   fs::create_directories(output);
 
-  std::printf("fidelity %s: 1/3 real run (%s, %s)\n", args[0].c_str(), config.executor.kind.c_str(),
+  std::printf("fidelity %s: 1/3 real run (%s, %s)\n", args[0].c_str(), config.executor.kind.name.c_str(),
               config.driver_mode().c_str());
   std::fflush(stdout);
   const RunSetup setup = prepare_run(config);
@@ -57,11 +55,10 @@ int fidelity_command(const std::vector<std::string>& args) {
   std::printf("fidelity: 3/3 simulated run with the profiled cost model\n");
   std::fflush(stdout);
   RunConfig sim_config = config;
-  sim_config.executor.kind = "sim";
+  sim_config.executor.kind.name = "sim";
   sim_config.executor.timing = "measured";
-  sim_config.cost_model.kind = "profiled";
-  sim_config.cost_model.profile = profile_path;
-  sim_config.driver.mode = "simulated";
+  set_options(sim_config.cost_model, {{"cost_model.kind", "profiled"}, {"cost_model.profile", profile_path}});
+  sim_config.driver.mode.name = "simulated";
   if (config.driver_mode() == "offline") sim_config.workload.rate = 0.0;  // offline: everything at t = 0
   const RunSetup sim_setup = prepare_run(sim_config);
   const ExperimentResult sim = run_experiment(sim_config, sim_setup);

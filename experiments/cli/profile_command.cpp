@@ -7,19 +7,17 @@
 #include <filesystem>
 #include <iostream>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
 #include "experiments/cli/command.h"
 #include "experiments/cli/experiment.h"
 #include "experiments/cli/profile_command.h"
 #include "experiments/cli/progress_printer.h"
 #include "sim/executor_profiler.h"
 
-namespace po = boost::program_options;
-
 namespace testbed {
 
 ProfileTable profile_configured_executor(const RunConfig& config, int repeats, int max_context) {
-  require(config.executor.kind != "sim", "executor.kind", "profile a real executor (cpu or cuda), not 'sim'");
+  require(config.executor.kind.name != "sim", "executor.kind", "profile a real executor (cpu or cuda), not 'sim'");
   RunSetup setup = prepare_run(config);
   if (max_context <= 0) max_context = config.workload.max_sequence_tokens();
   if (max_context <= 0) max_context = std::min(setup.engine.max_model_len, 4096);
@@ -28,9 +26,8 @@ ProfileTable profile_configured_executor(const RunConfig& config, int repeats, i
   grid.repeats = repeats;
   grid.shared_prefix_tokens = config.engine.cache.prefix_cache ? config.workload.shared_prefix_tokens() : 0;
   setup.num_blocks = std::max(setup.num_blocks, blocks_for_grid(grid, setup.engine.cache.block_size));
-  RunConfig measured = config;
-  measured.executor.timing = "measured";
-  std::unique_ptr<Executor> executor = make_executor(measured, setup);
+  setup.executor.num_blocks = setup.num_blocks;
+  std::unique_ptr<Executor> executor = config.executor.kind.create(setup.executor);  // measured, never cost-timed
   ProgressPrinter printer(config.driver.progress);
   ProfileTable table = profile_executor(*executor, grid, setup.engine.cache.block_size, setup.model.vocab_size,
                                         [&](int done, int total) { printer.update(done, total); });
@@ -53,14 +50,12 @@ int profile_command(const std::vector<std::string>& args) {
   }
   std::string output;
   int repeats = 3, max_context = 0;
-  po::options_description extra;
-  extra.add_options()("output", po::value<std::string>(&output), "profile table .h5")(
-      "repeats", po::value<int>(&repeats), "runs per grid point (median kept)")(
-      "max-context", po::value<int>(&max_context), "largest context on the grid");
   RunConfig config;
   OptionTable table;
-  po::variables_map vm;
-  load_run_config(args[0], {args.begin() + 1, args.end()}, config, table, extra, vm);
+  table.add_flag("output", &output, "profile table .h5");
+  table.add_flag("repeats", &repeats, "runs per grid point (median kept)");
+  table.add_flag("max-context", &max_context, "largest context on the grid");
+  load_run_config(args[0], {args.begin() + 1, args.end()}, config, table);
   require(repeats >= 1, "--repeats", "must be >= 1");
   if (output.empty()) output = default_output_dir(args[0]) + "/profile.h5";
   const ProfileTable profile = profile_configured_executor(config, repeats, max_context);

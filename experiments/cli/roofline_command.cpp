@@ -3,7 +3,6 @@
 // size at which decode turns compute-bound, KV capacity from memory, and decode
 // step time against batch size (a table of powers of two and the knee; with
 // --output, every batch size 1..--max-batch as CSV for analysis/plot_roofline.py).
-#include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -11,11 +10,11 @@
 #include <memory>
 #include <set>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
+#include "engine/common/option_table.h"
 #include "experiments/cli/command.h"
+#include "sim/memory_planner.h"
 #include "sim/roofline_cost_model.h"
-
-namespace po = boost::program_options;
 
 namespace testbed {
 namespace {
@@ -29,18 +28,15 @@ struct RooflineArgs {
   double fraction = 0.9;
 };
 
-po::options_description roofline_options(RooflineArgs& a) {
-  po::options_description d("options");
-  d.add_options()("help,h", "print this help")                                                        //
-      ("model", po::value<std::string>(&a.model), "Hugging Face config.json (experiments/models/)")   //
-      ("hardware", po::value<std::string>(&a.hardware), "hardware spec .ini (experiments/hardware/)")  //
-      ("context", po::value<int>(&a.context)->default_value(a.context), "cached tokens per decoding sequence")
-      ("tp", po::value<int>(&a.tp)->default_value(a.tp), "tensor-parallel GPUs per instance")
-      ("output", po::value<std::string>(&a.output), "CSV of the decode curve, batch 1..max-batch")
-      ("max-batch", po::value<int>(&a.max_batch)->default_value(a.max_batch), "largest decode batch")
-      ("block-size", po::value<int>(&a.block_size)->default_value(a.block_size), "KV block size, tokens")
-      ("fraction", po::value<double>(&a.fraction)->default_value(a.fraction), "gpu_memory_fraction for KV capacity");
-  return d;
+void bind_flags(OptionTable& t, RooflineArgs& a) {
+  t.add_flag("model", &a.model, "Hugging Face config.json (experiments/models/)");
+  t.add_flag("hardware", &a.hardware, "hardware spec .ini (experiments/hardware/)");
+  t.add_flag("context", &a.context, "cached tokens per decoding sequence");
+  t.add_flag("tp", &a.tp, "tensor-parallel GPUs per instance");
+  t.add_flag("output", &a.output, "CSV of the decode curve, batch 1..max-batch");
+  t.add_flag("max-batch", &a.max_batch, "largest decode batch");
+  t.add_flag("block-size", &a.block_size, "KV block size, tokens");
+  t.add_flag("fraction", &a.fraction, "gpu_memory_fraction for KV capacity");
 }
 
 std::string format_batch(double b) {
@@ -71,17 +67,16 @@ void write_curve(const RooflineCostModel& m, const RooflineArgs& a, const Decode
 
 int roofline_command(const std::vector<std::string>& args) {
   RooflineArgs a;
-  po::options_description desc = roofline_options(a);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw ConfigError(std::string("roofline: ") + e.what() + " (usage: testbed " + kUsage + ")");
-  }
-  if (vm.count("help")) {
-    std::cout << "usage: testbed " << kUsage << "\n\n" << desc << "\n";
+  OptionTable flags;
+  bind_flags(flags, a);
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << "usage: testbed " << kUsage << "\n\noptions:\n" << flags.help() << "\n";
     return 0;
+  }
+  try {
+    flags.parse(args);
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string("roofline: ") + e.what() + " (usage: testbed " + kUsage + ")");
   }
   require(!a.model.empty(), "--model", "required (a config.json, e.g. experiments/models/llama-3.1-8b.json)");
   require(!a.hardware.empty(), "--hardware", "required (a spec .ini, e.g. experiments/hardware/h100-sxm.ini)");

@@ -6,8 +6,6 @@
 #include "experiments/cli/command.h"
 #include "experiments/cli/experiment.h"
 
-namespace po = boost::program_options;
-
 namespace testbed {
 namespace {
 
@@ -18,7 +16,8 @@ void print_run_help() {
   std::cout << "usage: testbed run CONFIG.ini [--output DIR] [--section.key=value ...]\n\n"
                "Runs the experiment CONFIG.ini describes and writes DIR/results.h5 and\n"
                "DIR/config.ini (default DIR: results/<config name>).\n\n"
-            << table.description() << "\n";
+               "Config keys ([section] key = value in the INI file, or --section.key=value):\n"
+            << table.help() << "\n";
 }
 
 int run_command(const std::vector<std::string>& args) {
@@ -28,17 +27,15 @@ int run_command(const std::vector<std::string>& args) {
   }
   const std::string config_path = args[0];
   std::string output_dir;
-  po::options_description extra;
-  extra.add_options()("output", po::value<std::string>(&output_dir), "results directory");
   RunConfig config;
   OptionTable table;
-  po::variables_map vm;
-  load_run_config(config_path, {args.begin() + 1, args.end()}, config, table, extra, vm);
+  table.add_flag("output", &output_dir, "results directory");
+  load_run_config(config_path, {args.begin() + 1, args.end()}, config, table);
   if (output_dir.empty()) output_dir = default_output_dir(config_path);
 
   const RunSetup setup = prepare_run(config);
   std::printf("testbed run %s: model %s, executor %s, driver %s, %d KV blocks of %d tokens\n", config_path.c_str(),
-              setup.model.name.c_str(), config.executor.kind.c_str(), config.driver_mode().c_str(), setup.num_blocks,
+              setup.model.name.c_str(), config.executor.kind.name.c_str(), config.driver_mode().c_str(), setup.num_blocks,
               setup.engine.cache.block_size);
   std::fflush(stdout);
   const ExperimentResult result = run_experiment(config, setup);

@@ -1,18 +1,22 @@
-// RunConfig: every component's config struct, the keys that set them, and the
-// rules that hold between components. One place lists every key.
+// RunConfig: the sections of a run that are not one component's (model,
+// executor, driver, sampling, SLOs, output), each component's config (engine,
+// workload, cost model; the simulated driver's fleet and router), the rules
+// that hold between components, and loading it all from an INI file and
+// --section.key=value overrides. Every component binds its own keys.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "engine/common/choice.h"
+#include "engine/common/option_table.h"
+#include "engine/driver.h"
 #include "engine/engine.h"
+#include "engine/executor.h"
 #include "engine/metrics/summary.h"
-#include "engine/model/model_config.h"
 #include "engine/request.h"
-#include "experiments/cli/option_table.h"
 #include "sim/cost_model.h"
-#include "sim/fleet.h"
-#include "sim/router.h"
+#include "sim/simulated_driver.h"
 #include "traces/workload.h"
 
 namespace testbed {
@@ -25,17 +29,18 @@ struct ModelSection {
 };
 
 struct ExecutorSection {
-  std::string kind = "cpu";         // cpu | sim | cuda
+  Choice<ExecutorRegistry> kind{"executor.kind", "cpu", "what runs a step"};
   std::string timing = "measured";  // measured (wall clock) | cost_model (predicted, deterministic)
 };
 
 struct DriverSection {
-  std::string mode = "auto";      // auto | offline | realtime | simulated
+  // "auto": simulated for executor.kind = sim, else realtime.
+  Choice<DriverRegistry> mode{"driver.mode", "auto", "what owns time (auto: simulated for the sim executor, else realtime)"};
   std::string progress = "auto";  // auto (on a terminal) | on | off
 };
 
 struct OutputSection {
-  bool steps = true;    // write /steps
+  bool steps = true;      // write /steps
   bool tokens = false;    // write /tokens (generated token ids)
   bool timeline = false;  // write timeline.json (Chrome trace / Perfetto)
 };
@@ -50,28 +55,30 @@ struct RunConfig {
   CostModelConfig cost_model;
   SloConfig slo;
   OutputSection output;
-  FleetConfig fleet;
-  RouterConfig router;
   double requests_per_day = 1e6;  // metrics.requests_per_day: the rate per-day figures assume
 
   std::string config_path;  // the INI file it was read from
-  std::string config_dir;   // its directory, for relative paths
 
   void bind(OptionTable& table);
   // Checks every component and the rules between them; throws ConfigError naming the key.
   void validate() const;
   // The driver mode "auto" resolves to.
   std::string driver_mode() const;
-  // A path from the config: as given if it exists (relative to the working
-  // directory), else relative to the config file's directory.
-  std::string resolve_path(const std::string& key, const std::string& path) const;
+  // The driver to run, with "auto" resolved.
+  Choice<DriverRegistry> resolved_driver() const;
+  // The simulated driver's keys (fleet.*, router.*).
+  const SimulatedDriverParams& simulation() const;
+  bool needs_cost_model() const { return executor.kind.name == "sim" || executor.timing == "cost_model"; }
 };
 
 // Parses `config_path` and the --section.key=value overrides in `args` into
-// `config`. Throws ConfigError naming the file or key. `extra` are more
-// command-line options the subcommand accepts (e.g. --output), parsed into `vm`.
+// `config`, bound into `table`, then validates it. Throws ConfigError naming
+// the file or key. Flags the subcommand accepts (e.g. --output) are added to
+// `table` with add_flag before the call.
 void load_run_config(const std::string& config_path, const std::vector<std::string>& args, RunConfig& config,
-                     OptionTable& table, const boost::program_options::options_description& extra,
-                     boost::program_options::variables_map& vm);
+                     OptionTable& table);
+
+// The file a path key names, or a ConfigError naming the key.
+std::string require_file(const std::string& key, const std::string& path);
 
 }  // namespace testbed

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/rng.h"
+#include "engine/common/rng.h"
 #include "kernels/attention/attention.h"
 #include "kernels/attention/naive_attention.h"
 #include "kernels/common/bench_util.h"

@@ -7,7 +7,7 @@
 #include <benchmark/benchmark.h>
 
 #include "engine/block_hash.h"
-#include "engine/rng.h"
+#include "engine/common/rng.h"
 #include "sim/router.h"
 
 using namespace testbed;
@@ -48,10 +48,9 @@ const Setup& setup() {
 
 std::unique_ptr<Router> warmed_router(const std::string& type) {
   RouterSetup rs;
-  rs.config.type = type;
   rs.num_instances = kInstances;
   rs.blocks_per_instance = 28020;
-  auto r = make_router(rs);
+  auto r = make_router(router_choice(type), rs);
   const Setup& s = setup();
   Request req;
   for (int p = 0; p < kPrompts; ++p) {

@@ -8,15 +8,37 @@
 // granularity (RoutedBlocksLru), and like SGLang's it hears no evictions.
 #include <algorithm>
 
+#include "engine/common/option_table.h"
 #include "sim/prefix_index.h"
 #include "sim/router.h"
 
 namespace testbed {
 namespace {
 
+struct CacheAwareParams : ParamsOf<CacheAwareParams> {
+  int64_t approx_capacity_blocks = 0;  // blocks remembered per instance (0: the instance's KV blocks)
+  // SGLang's router defaults
+  double cache_threshold = 0.5;
+  int balance_abs_threshold = 32;
+  double balance_rel_threshold = 1.0001;
+  void bind(OptionTable& t) override {
+    t.add("router.approx_capacity_blocks", &approx_capacity_blocks,
+          "prefix_approx, cache_aware: blocks remembered per instance (0: its KV blocks)");
+    t.add("router.cache_threshold", &cache_threshold, "cache_aware: prefix match ratio that wins");
+    t.add("router.balance_abs_threshold", &balance_abs_threshold, "cache_aware: load gap (requests) that is imbalance");
+    t.add("router.balance_rel_threshold", &balance_rel_threshold, "cache_aware: load ratio that is imbalance");
+  }
+  void validate() const override {
+    require(approx_capacity_blocks >= 0, "router.approx_capacity_blocks", "must be >= 0");
+    require(cache_threshold >= 0 && cache_threshold <= 1, "router.cache_threshold", "must be in [0, 1]");
+    require(balance_abs_threshold >= 0, "router.balance_abs_threshold", "must be >= 0");
+    require(balance_rel_threshold >= 1, "router.balance_rel_threshold", "must be >= 1");
+  }
+};
+
 class CacheAwareRouter : public Router {
  public:
-  CacheAwareRouter(int n, const RouterConfig& c, int64_t capacity) : n_(n), c_(c), routed_(n, capacity) {}
+  CacheAwareRouter(int n, const CacheAwareParams& c, int64_t capacity) : n_(n), c_(c), routed_(n, capacity) {}
 
   bool needs_block_hashes() const override { return true; }
   int route(const RoutingContext& ctx) override {
@@ -48,15 +70,15 @@ class CacheAwareRouter : public Router {
 
  private:
   int n_;
-  RouterConfig c_;
+  CacheAwareParams c_;
   RoutedBlocksLru routed_;
   std::vector<int> matched_;
   uint64_t next_ = 0;
 };
 
-TESTBED_REGISTER(RouterRegistry, "cache_aware", [](const RouterSetup& s) {
-  const int64_t cap = s.config.approx_capacity_blocks > 0 ? s.config.approx_capacity_blocks : s.blocks_per_instance;
-  return std::make_unique<CacheAwareRouter>(s.num_instances, s.config, cap);
+TESTBED_REGISTER(RouterRegistry, "cache_aware", [](const CacheAwareParams& p, const RouterSetup& s) {
+  const int64_t cap = p.approx_capacity_blocks > 0 ? p.approx_capacity_blocks : s.blocks_per_instance;
+  return std::make_unique<CacheAwareRouter>(s.num_instances, p, cap);
 });
 
 }  // namespace

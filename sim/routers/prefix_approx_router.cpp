@@ -2,11 +2,23 @@
 // router-side index of what it routed (LRU-bounded per instance), hearing no
 // events: the Gateway API Inference Extension's approximate prefix scorer. It
 // keeps believing in prefixes the instance has already evicted.
+#include "engine/common/option_table.h"
 #include "sim/prefix_index.h"
 #include "sim/router.h"
 
 namespace testbed {
 namespace {
+
+struct PrefixApproxParams : ParamsOf<PrefixApproxParams> {
+  int64_t approx_capacity_blocks = 0;  // blocks remembered per instance (0: the instance's KV blocks)
+  void bind(OptionTable& t) override {
+    t.add("router.approx_capacity_blocks", &approx_capacity_blocks,
+          "prefix_approx, cache_aware: blocks remembered per instance (0: its KV blocks)");
+  }
+  void validate() const override {
+    require(approx_capacity_blocks >= 0, "router.approx_capacity_blocks", "must be >= 0");
+  }
+};
 
 class PrefixApproxRouter : public Router {
  public:
@@ -33,8 +45,8 @@ class PrefixApproxRouter : public Router {
   uint64_t next_ = 0;
 };
 
-TESTBED_REGISTER(RouterRegistry, "prefix_approx", [](const RouterSetup& s) {
-  const int64_t cap = s.config.approx_capacity_blocks > 0 ? s.config.approx_capacity_blocks : s.blocks_per_instance;
+TESTBED_REGISTER(RouterRegistry, "prefix_approx", [](const PrefixApproxParams& p, const RouterSetup& s) {
+  const int64_t cap = p.approx_capacity_blocks > 0 ? p.approx_capacity_blocks : s.blocks_per_instance;
   return std::make_unique<PrefixApproxRouter>(s.num_instances, cap);
 });
 

@@ -1,9 +1,15 @@
 // random: a uniformly random instance (seeded by router.seed).
-#include "engine/rng.h"
+#include "engine/common/option_table.h"
+#include "engine/common/rng.h"
 #include "sim/router.h"
 
 namespace testbed {
 namespace {
+
+struct RandomParams : ParamsOf<RandomParams> {
+  uint64_t seed = 1;
+  void bind(OptionTable& t) override { t.add("router.seed", &seed, "random: seed of its choices"); }
+};
 
 class RandomRouter : public Router {
  public:
@@ -15,8 +21,8 @@ class RandomRouter : public Router {
   Rng rng_;
 };
 
-TESTBED_REGISTER(RouterRegistry, "random", [](const RouterSetup& s) {
-  return std::make_unique<RandomRouter>(s.num_instances, s.config.seed);
+TESTBED_REGISTER(RouterRegistry, "random", [](const RandomParams& p, const RouterSetup& s) {
+  return std::make_unique<RandomRouter>(s.num_instances, p.seed);
 });
 
 }  // namespace

@@ -6,15 +6,28 @@
 // "queue" is the requests waiting in the instance's scheduler.
 #include <algorithm>
 
+#include "engine/common/option_table.h"
 #include "sim/prefix_index.h"
 #include "sim/router.h"
 
 namespace testbed {
 namespace {
 
+struct WeightedParams : ParamsOf<WeightedParams> {
+  double weight_prefix = 3.0, weight_queue = 2.0, weight_kv = 2.0;  // llm-d's defaults
+  void bind(OptionTable& t) override {
+    t.add("router.weight_prefix", &weight_prefix, "weighted: prefix-match scorer weight");
+    t.add("router.weight_queue", &weight_queue, "weighted: queue-depth scorer weight");
+    t.add("router.weight_kv", &weight_kv, "weighted: KV-usage scorer weight");
+  }
+  void validate() const override {
+    require(weight_prefix >= 0 && weight_queue >= 0 && weight_kv >= 0, "router.weight_prefix", "weights must be >= 0");
+  }
+};
+
 class WeightedRouter : public Router {
  public:
-  WeightedRouter(int n, const RouterConfig& c, int blocks_per_instance)
+  WeightedRouter(int n, const WeightedParams& c, int blocks_per_instance)
       : n_(n), c_(c), index_(n, static_cast<size_t>(n) * blocks_per_instance) {}
   bool wants_kv_events() const override { return true; }
   void on_kv_event(int instance, const KvEvent& e) override { index_.apply(instance, e); }
@@ -48,14 +61,15 @@ class WeightedRouter : public Router {
 
  private:
   int n_;
-  RouterConfig c_;
+  WeightedParams c_;
   PrefixIndex index_;
   std::vector<int> matched_;
   uint64_t next_ = 0;
 };
 
-TESTBED_REGISTER(RouterRegistry, "weighted",
-                 [](const RouterSetup& s) { return std::make_unique<WeightedRouter>(s.num_instances, s.config, s.blocks_per_instance); });
+TESTBED_REGISTER(RouterRegistry, "weighted", [](const WeightedParams& p, const RouterSetup& s) {
+  return std::make_unique<WeightedRouter>(s.num_instances, p, s.blocks_per_instance);
+});
 
 }  // namespace
 }  // namespace testbed

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "engine/model/cpu_ops.h"
-#include "engine/rng.h"
+#include "engine/common/rng.h"
 #include "engine/sampler.h"
 #include "support/engine_harness.h"
 

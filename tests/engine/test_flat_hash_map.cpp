@@ -4,7 +4,7 @@
 #include <unordered_map>
 
 #include "engine/flat_hash_map.h"
-#include "engine/rng.h"
+#include "engine/common/rng.h"
 
 using namespace testbed;
 

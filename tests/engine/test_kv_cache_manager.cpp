@@ -5,26 +5,43 @@
 #include <set>
 
 #include "engine/kv_cache_manager.h"
-#include "engine/rng.h"
+#include "engine/common/rng.h"
 
 using namespace testbed;
 
 namespace {
 
 // Checks the event stream: a removal matches an earlier store, no double store.
-class EventLedger : public KvEventListener {
+class EventLedger {
  public:
-  void on_kv_event(const KvEvent& e) override {
+  explicit EventLedger(KvCacheManager& kv) : kv_(kv) { kv.set_record_events(true); }
+  // Takes the events the cache recorded since the last call.
+  void drain() {
+    for (const KvEvent& e : kv_.events()) on_kv_event(e);
+    kv_.clear_events();
+  }
+  void on_kv_event(const KvEvent& e) {
     if (e.kind == KvEvent::Kind::BlockStored) {
-      if (!stored.insert(e.block_hash).second) ++errors;
+      if (!stored_.insert(e.block_hash).second) ++errors_;
     } else if (e.kind == KvEvent::Kind::BlockRemoved) {
-      if (stored.erase(e.block_hash) != 1) ++errors;
+      if (stored_.erase(e.block_hash) != 1) ++errors_;
     } else {
-      stored.clear();
+      stored_.clear();
     }
   }
-  std::set<uint64_t> stored;
-  int errors = 0;
+  const std::set<uint64_t>& stored() {
+    drain();
+    return stored_;
+  }
+  int errors() {
+    drain();
+    return errors_;
+  }
+
+ private:
+  KvCacheManager& kv_;
+  std::set<uint64_t> stored_;
+  int errors_ = 0;
 };
 
 std::unique_ptr<Sequence> make_seq(int64_t id, std::vector<int32_t> tokens) {
@@ -43,8 +60,7 @@ TEST_CASE("block manager invariants hold over random operation sequences", "[kv_
     const int block_size = 1 + static_cast<int>(rng.below(16));
     const int num_blocks = 8 + static_cast<int>(rng.below(64));
     KvCacheManager kv(num_blocks, block_size, /*prefix_cache=*/true);
-    EventLedger ledger;
-    kv.add_listener(&ledger);
+    EventLedger ledger(kv);
     // A few shared prefixes so lookups hit.
     std::vector<std::vector<int32_t>> prefixes(3);
     for (auto& p : prefixes)
@@ -90,7 +106,7 @@ TEST_CASE("block manager invariants hold over random operation sequences", "[kv_
       INFO("seed " << seed << " op " << op);
       REQUIRE(kv.check_invariants(views).empty());
       REQUIRE(kv.num_free_blocks() + kv.num_used_blocks() == kv.num_blocks());
-      REQUIRE(ledger.errors == 0);
+      REQUIRE(ledger.errors() == 0);
     }
     for (auto& s : live) kv.free(*s);
     live.clear();
@@ -98,8 +114,8 @@ TEST_CASE("block manager invariants hold over random operation sequences", "[kv_
     CHECK(kv.check_invariants({}).empty());
     for (int b = 0; b < kv.num_blocks(); ++b) CHECK(kv.ref_count(b) == 0);
     // The router's view from events equals the cache's content.
-    CHECK(static_cast<int>(ledger.stored.size()) == kv.num_cached_blocks());
-    for (uint64_t h : ledger.stored) CHECK(kv.is_cached(h));
+    CHECK(static_cast<int>(ledger.stored().size()) == kv.num_cached_blocks());
+    for (uint64_t h : ledger.stored()) CHECK(kv.is_cached(h));
   }
 }
 
@@ -120,8 +136,7 @@ TEST_CASE("a prefix hit always leaves one token to compute", "[kv_cache]") {
 
 TEST_CASE("cached blocks are evicted lazily and least recently freed first", "[kv_cache]") {
   KvCacheManager kv(4, 2, true);
-  EventLedger ledger;
-  kv.add_listener(&ledger);
+  EventLedger ledger(kv);
   auto a = make_seq(0, {1, 2, 3, 4});
   REQUIRE(kv.allocate(*a, 4));
   a->num_computed_tokens = 4;
@@ -133,7 +148,7 @@ TEST_CASE("cached blocks are evicted lazily and least recently freed first", "[k
   auto b = make_seq(1, {9, 9, 9, 9});
   REQUIRE(kv.allocate(*b, 4));
   CHECK(kv.num_cached_blocks() == 2);
-  CHECK(ledger.stored.size() == 2);
+  CHECK(ledger.stored().size() == 2);
   kv.free(*b);
   // Needing three blocks evicts a's tail block first, then nothing else.
   auto c = make_seq(2, {7, 7, 7, 7, 7, 7});
@@ -141,7 +156,7 @@ TEST_CASE("cached blocks are evicted lazily and least recently freed first", "[k
   CHECK(kv.num_cached_blocks() == 1);
   auto again = make_seq(3, {1, 2, 3, 4, 5});
   CHECK(kv.find_cached_prefix(*again).num_tokens() == 2);  // a's first block survived
-  CHECK(ledger.errors == 0);
+  CHECK(ledger.errors() == 0);
 }
 
 TEST_CASE("a failed allocation leaves the cache unchanged", "[kv_cache]") {
@@ -154,17 +169,16 @@ TEST_CASE("a failed allocation leaves the cache unchanged", "[kv_cache]") {
 
 TEST_CASE("clear_cache forgets every cached block and says so once", "[kv_cache]") {
   KvCacheManager kv(8, 2, true);
-  EventLedger ledger;
-  kv.add_listener(&ledger);
+  EventLedger ledger(kv);
   auto a = make_seq(0, {1, 2, 3, 4, 5});
   REQUIRE(kv.allocate(*a, 5));
   a->num_computed_tokens = 5;
   kv.commit_full_blocks(*a);
   REQUIRE(kv.num_cached_blocks() == 2);
-  REQUIRE(ledger.stored.size() == 2);
+  REQUIRE(ledger.stored().size() == 2);
   kv.clear_cache();
   CHECK(kv.num_cached_blocks() == 0);
-  CHECK(ledger.stored.empty());  // AllCleared reached the listener
+  CHECK(ledger.stored().empty());  // AllCleared reached the listener
   CHECK(kv.num_used_blocks() == 3);  // blocks in use keep their contents
   std::vector<const Sequence*> live{a.get()};
   CHECK(kv.check_invariants(live).empty());
@@ -172,5 +186,5 @@ TEST_CASE("clear_cache forgets every cached block and says so once", "[kv_cache]
   CHECK(kv.find_cached_prefix(*b).num_tokens() == 0);
   kv.free(*a);
   CHECK(kv.check_invariants({}).empty());
-  CHECK(ledger.errors == 0);
+  CHECK(ledger.errors() == 0);
 }

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
 #include "engine/model/float16.h"
 #include "engine/model/llama_weights.h"
 #include "engine/model/model_config.h"

@@ -112,15 +112,15 @@ TEST_CASE("FCFS preempts the newest running sequence first", "[scheduler][preemp
     r.max_output_tokens = 10;
     engine->add_request(r, 0.0);
   }
-  Batch b = engine->schedule(0.0);
-  REQUIRE(b.num_seqs() == 3);
-  engine->complete_step(b, engine->executor().execute(b), 0.0, 0.01);
-  b = engine->schedule(0.01);  // three decodes fill the 6 blocks exactly
-  engine->complete_step(b, engine->executor().execute(b), 0.01, 0.02);
-  b = engine->schedule(0.02);  // the next tokens need new blocks: request 2 must go
-  REQUIRE(b.preempted.size() == 1);
-  CHECK(b.preempted[0] == 2);
-  CHECK(b.num_seqs() == 2);
+  StepPlan p = engine->begin_step(0.0);
+  REQUIRE(p.batch.num_seqs() == 3);
+  engine->end_step(p, engine->executor().execute(p.batch), 0.01);
+  p = engine->begin_step(0.01);  // three decodes fill the 6 blocks exactly
+  engine->end_step(p, engine->executor().execute(p.batch), 0.02);
+  p = engine->begin_step(0.02);  // the next tokens need new blocks: request 2 must go
+  REQUIRE(p.batch.preempted.size() == 1);
+  CHECK(p.batch.preempted[0] == 2);
+  CHECK(p.batch.num_seqs() == 2);
 }
 
 TEST_CASE("prefix hits match the block rule", "[scheduler][prefix_cache]") {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "engine/kv_layout.h"
-#include "engine/rng.h"
+#include "engine/common/rng.h"
 #include "kernels/attention/attention_ref.h"
 #include "kernels/common/dtype.h"
 #include "validate.h"

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "engine/model/cpu_ops.h"
-#include "engine/rng.h"
+#include "engine/common/rng.h"
 #include "gpu_test_util.h"
 #include "kernels/common/model_ops.h"
 

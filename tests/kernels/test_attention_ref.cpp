@@ -5,7 +5,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "engine/rng.h"
+#include "engine/common/rng.h"
 #include "kernels/attention/attention_ref.h"
 
 using namespace testbed;

@@ -3,6 +3,7 @@
 // beats round-robin on a many-prefix workload, and a golden fixed-seed summary.
 #include <catch2/catch.hpp>
 
+#include "engine/common/option_table.h"
 #include "engine/metrics/run_recorder.h"
 #include "engine/metrics/summary.h"
 #include "sim/cost_model.h"
@@ -27,19 +28,16 @@ WorkloadConfig many_prefixes(int n, double rate) {
   WorkloadConfig w;
   w.num_requests = n;
   w.rate = rate;
-  w.system_prompt_tokens = 512;
-  w.user_tokens = 48;
   w.output_tokens = 16;
-  w.num_prefixes = 24;
   w.seed = 3;
+  set_options(w, {{"workload.system_prompt_tokens", "512"}, {"workload.user_tokens", "48"}, {"workload.num_prefixes", "24"}});
   return w;
 }
 
 FleetRun run_fleet(const std::string& router_type, int instances, const WorkloadConfig& w, int num_blocks = 400) {
   const ModelConfig model = test::micro_model(1000);
   CostModelConfig cm;
-  cm.prefill_token_s = 2e-4;
-  cm.decode_seq_s = 1e-4;
+  set_options(cm, {{"cost_model.prefill_token_s", "2e-4"}, {"cost_model.decode_seq_s", "1e-4"}});
   std::shared_ptr<const CostModel> cost = make_cost_model(cm, model);
   EngineConfig cfg;
   cfg.max_model_len = 1024;
@@ -52,13 +50,12 @@ FleetRun run_fleet(const std::string& router_type, int instances, const Workload
     raw.push_back(engines.back().get());
   }
   RouterSetup rs;
-  rs.config.type = router_type;
   rs.num_instances = instances;
   rs.blocks_per_instance = num_blocks;
   WorkloadContext ctx;
   ctx.vocab_size = 1000;
   auto source = make_workload(w, ctx);
-  Fleet fleet(raw, make_router(rs));
+  Fleet fleet(raw, make_router(router_choice(router_type), rs));
   fleet.run(*source, nullptr);
   out.routed = fleet.routed();
   for (auto& e : engines) {

@@ -3,11 +3,13 @@
 // files are errors naming the file; the profiler fills every grid point.
 #include <unistd.h>
 
+#include <array>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
+#include "engine/common/option_table.h"
 #include "sim/cost_model.h"
 #include "sim/executor_profiler.h"
 #include "sim/profile_table.h"
@@ -35,10 +37,10 @@ ProfileTable linear_table() {
 
 TEST_CASE("a profile table interpolates and extrapolates a multilinear cost exactly", "[profiled]") {
   const ProfileTable t = linear_table();
-  for (BatchShape s : {BatchShape{100, 7, 500}, BatchShape{64, 4, 128}, BatchShape{10, 1, 30}})
-    CHECK(t.predict(s) == Approx(linear_step(s.prefill_tokens, s.decode_seqs, s.context)).epsilon(1e-12));
+  for (const std::array<double, 3>& s : {std::array<double, 3>{100, 7, 500}, {64, 4, 128}, {10, 1, 30}})
+    CHECK(t.interpolate(s[0], s[1], s[2]) == Approx(linear_step(s[0], s[1], s[2])).epsilon(1e-12));
   // Beyond the grid: linear extrapolation along the last cells.
-  CHECK(t.predict(BatchShape{512, 32, 2048}) == Approx(linear_step(512, 32, 2048)).epsilon(1e-12));
+  CHECK(t.interpolate(512, 32, 2048) == Approx(linear_step(512, 32, 2048)).epsilon(1e-12));
 }
 
 TEST_CASE("a profile table survives a round trip and bad files name themselves", "[profiled]") {
@@ -63,10 +65,10 @@ TEST_CASE("the profiler measures every grid point of a real executor", "[profile
   // executor: the profile must reproduce it at the grid points.
   const ModelConfig model = test::micro_model(1000);
   CostModelConfig cm;
-  cm.step_overhead_s = 0.001;
-  cm.prefill_token_s = 1e-5;
-  cm.decode_seq_s = 2e-4;
-  cm.context_token_s = 1e-7;
+  set_options(cm, {{"cost_model.step_overhead_s", "0.001"},
+                   {"cost_model.prefill_token_s", "1e-5"},
+                   {"cost_model.decode_seq_s", "2e-4"},
+                   {"cost_model.context_token_s", "1e-7"}});
   SimExecutor exec(make_cost_model(cm, model), 1000);
   ProfileGrid grid = default_profile_grid(128, 8, 300);
   grid.repeats = 1;

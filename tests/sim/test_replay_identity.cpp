@@ -5,6 +5,7 @@
 // counts, same preemptions.
 #include <catch2/catch.hpp>
 
+#include "engine/common/option_table.h"
 #include "engine/cpu_executor.h"
 #include "engine/driver.h"
 #include "engine/metrics/run_recorder.h"
@@ -56,8 +57,7 @@ TEST_CASE("the simulator replays a real CPU run with identical batches step for 
   WorkloadConfig w;
   w.num_requests = 24;
   w.rate = 400.0;  // bursts that queue behind each other
-  w.system_prompt_tokens = 16;
-  w.user_tokens = 40;
+  set_options(w, {{"workload.system_prompt_tokens", "16"}, {"workload.user_tokens", "40"}}); 
   w.output_tokens = 14;
   w.seed = 4;
   WorkloadContext ctx;

@@ -12,8 +12,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
 #include "sim/cost_model.h"
+#include "sim/memory_planner.h"
 #include "sim/roofline_cost_model.h"
 
 namespace fs = std::filesystem;
@@ -85,13 +86,13 @@ TEST_CASE("roofline small-batch decode is weight bytes over bandwidth", "[roofli
   // The same through the registry, from a test-only spec file with no overhead.
   const fs::path spec = scratch_file("gpu.ini", kMinimalSpec);
   CostModelConfig config;
-  config.kind = "roofline";
+  config.kind.name = "roofline";
   config.hardware = spec.string();
   const auto registered = make_cost_model(config, m);
   CHECK(registered->name() == "roofline");
   const auto* roofline = dynamic_cast<const RooflineCostModel*>(registered.get());
   REQUIRE(roofline != nullptr);
-  CHECK(roofline->predict_shape(decode_shape(1, 16)) == Approx(weights_read / 2000e9).epsilon(0.02));
+  CHECK(roofline->predict(decode_shape(1, 16)) == Approx(weights_read / 2000e9).epsilon(0.02));
 }
 
 TEST_CASE("roofline long prefill is compute-bound", "[roofline]") {
@@ -208,17 +209,17 @@ TEST_CASE("roofline predicts a scheduler Batch like its shape", "[roofline]") {
   Sequence decoding(decode_request);
   decoding.append_token(5);
   Batch batch;
-  batch.items.push_back(ScheduledSeq{&prefilling, 0, 60});  // first chunk: no sample
-  batch.items.push_back(ScheduledSeq{&decoding, 50, 1});
+  batch.add(&prefilling, 0, 60);  // first chunk: no sample
+  batch.add(&decoding, 50, 1);
   const StepShape shape = step_shape_of(batch);
   REQUIRE(shape.size() == 2);
   CHECK_FALSE(shape[0].samples);
   CHECK_FALSE(shape[0].is_decode);
   CHECK(shape[1].samples);
   CHECK(shape[1].is_decode);
-  CHECK(cost.predict(batch) == cost.predict_shape({{0, 60, false, false}, {50, 1, true, true}}));
-  CHECK(cost.breakdown(batch).op("lm_head").flops == Approx(2.0 * 4096 * 128256));
-  CHECK(cost.predict_shape({}) == 0);
+  CHECK(cost.predict(shape) == cost.predict({{0, 60, false, false}, {50, 1, true, true}}));
+  CHECK(cost.breakdown(shape).op("lm_head").flops == Approx(2.0 * 4096 * 128256));
+  CHECK(cost.predict({}) == 0);
   CHECK(cost.breakdown(decode_shape(1, 0)).overhead_s == 0.002);
 }
 
@@ -244,7 +245,7 @@ TEST_CASE("roofline hardware spec errors name the key", "[roofline]") {
   CHECK(config_error([&] { (void)RooflineCostModel(hw, model("llama-3.1-8b"), 2); }).find("interconnect.bandwidth_gbps") ==
         0);
   CostModelConfig config;
-  config.kind = "roofline";
+  config.kind.name = "roofline";
   config.hardware = "no/such/gpu.ini";
   CHECK(config_error([&] { make_cost_model(config, model("tiny")); }).find("cost_model.hardware") == 0);
   config.hardware = "";
@@ -265,8 +266,8 @@ TEST_CASE("roofline shipped hardware specs parse", "[roofline]") {
   CHECK(h100.matmul_flops("float8_e4m3fn") == Approx(2 * h100.matmul_flops("bfloat16")).epsilon(1e-3));
   // Same model, same batch: the H200's extra bandwidth makes small-batch decode faster.
   const ModelConfig m = model("llama-3.1-8b");
-  CHECK(RooflineCostModel(h200, m, 1).predict_shape(decode_shape(8, 512)) <
-        RooflineCostModel(h100, m, 1).predict_shape(decode_shape(8, 512)));
+  CHECK(RooflineCostModel(h200, m, 1).predict(decode_shape(8, 512)) <
+        RooflineCostModel(h100, m, 1).predict(decode_shape(8, 512)));
 }
 
 TEST_CASE("roofline CLI prints the knee and writes the curve", "[roofline]") {

@@ -20,12 +20,12 @@ std::vector<uint64_t> hashes_of(int first_token, int num_blocks) {
   return h;
 }
 
-std::unique_ptr<Router> router(const std::string& type, int n = 4, int blocks = 1000) {
+std::unique_ptr<Router> router(const std::string& type, int n = 4, int blocks = 1000,
+                               const std::vector<std::pair<std::string, std::string>>& keys = {}) {
   RouterSetup s;
-  s.config.type = type;
   s.num_instances = n;
   s.blocks_per_instance = blocks;
-  return make_router(s);
+  return make_router(router_choice(type, keys), s);
 }
 
 void store(Router& r, int instance, const std::vector<uint64_t>& hashes) {
@@ -133,11 +133,7 @@ TEST_CASE("prefix_approx forgets the least recently routed blocks beyond its cap
   partial.index().match(a, m);
   CHECK(m[0] == 6);
 
-  RouterSetup s;
-  s.config.type = "prefix_approx";
-  s.config.approx_capacity_blocks = 8;
-  s.num_instances = 2;
-  auto r = make_router(s);
+  auto r = router("prefix_approx", 2, 0, {{"router.approx_capacity_blocks", "8"}});
   std::vector<InstanceLoad> loads(2);
   const int ia = route(*r, a, loads);
   loads[ia].num_running = 1;
@@ -145,13 +141,8 @@ TEST_CASE("prefix_approx forgets the least recently routed blocks beyond its cap
 }
 
 TEST_CASE("cache_aware falls back to the shortest queue under imbalance", "[router]") {
-  RouterSetup s;
-  s.config.type = "cache_aware";
-  s.config.balance_abs_threshold = 4;
-  s.config.balance_rel_threshold = 1.5;
-  s.num_instances = 3;
-  s.blocks_per_instance = 1000;
-  auto r = make_router(s);
+  auto r = router("cache_aware", 3, 1000,
+                  {{"router.balance_abs_threshold", "4"}, {"router.balance_rel_threshold", "1.5"}});
   const auto prefix = hashes_of(7, 6);
   std::vector<InstanceLoad> loads(3);
   const int home = route(*r, prefix, loads);
@@ -166,11 +157,7 @@ TEST_CASE("cache_aware falls back to the shortest queue under imbalance", "[rout
 }
 
 TEST_CASE("cache_aware sends unmatched prompts to the smallest tree", "[router]") {
-  RouterSetup s;
-  s.config.type = "cache_aware";
-  s.num_instances = 2;
-  s.blocks_per_instance = 1000;
-  auto r = make_router(s);
+  auto r = router("cache_aware", 2, 1000);
   std::vector<InstanceLoad> loads(2);
   const int first = route(*r, hashes_of(0, 10), loads);
   CHECK(route(*r, hashes_of(50000, 2), loads) != first);  // the other tree is empty
@@ -180,20 +167,14 @@ TEST_CASE("weighted trades prefix hits against queue depth as its weights say", 
   const auto prefix = hashes_of(100, 4);
   std::vector<InstanceLoad> loads(2);
   loads[0].num_waiting = 10;  // holder of the prefix, with the longest queue
-  RouterSetup s;
-  s.config.type = "weighted";
-  s.num_instances = 2;
-  auto prefix_heavy = make_router(s);  // 3 * 1 + 2 * 0 + 2 * 1 = 5 > 0 + 2 * 1 + 2 * 1 = 4
+  auto prefix_heavy = router("weighted", 2, 0);  // 3 * 1 + 2 * 0 + 2 * 1 = 5 > 0 + 2 * 1 + 2 * 1 = 4
   store(*prefix_heavy, 0, prefix);
   CHECK(route(*prefix_heavy, prefix, loads) == 0);
-  s.config.weight_prefix = 1.0;  // 1 + 0 + 2 = 3 < 4: the queue wins
-  auto queue_heavy = make_router(s);
+  auto queue_heavy = router("weighted", 2, 0, {{"router.weight_prefix", "1.0"}});  // 1 + 0 + 2 = 3 < 4: the queue wins
   store(*queue_heavy, 0, prefix);
   CHECK(route(*queue_heavy, prefix, loads) == 1);
 }
 
 TEST_CASE("an unknown router type names the key", "[router]") {
-  RouterSetup s;
-  s.config.type = "telepathic";
-  CHECK_THROWS_WITH(make_router(s), Catch::Contains("router.type") && Catch::Contains("telepathic"));
+  CHECK_THROWS_WITH(router("telepathic"), Catch::Contains("router.type") && Catch::Contains("telepathic"));
 }

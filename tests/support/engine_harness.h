@@ -12,7 +12,7 @@
 #include "engine/metrics/run_recorder.h"
 #include "engine/model/llama_weights.h"
 #include "engine/model/model_config.h"
-#include "engine/rng.h"
+#include "engine/common/rng.h"
 
 namespace testbed::test {
 
@@ -62,12 +62,12 @@ void run_virtual(Engine& engine, std::vector<Request> requests, double step_s, C
   while (next < requests.size() || engine.has_unfinished()) {
     if (!engine.has_unfinished() && requests[next].arrival_s > now) now = requests[next].arrival_s;
     while (next < requests.size() && requests[next].arrival_s <= now) engine.add_request(requests[next++], now);
-    Batch batch = engine.schedule(now);
-    if (batch.empty()) throw std::runtime_error("engine made no progress");
-    StepResult result = engine.executor().execute(batch);
-    engine.complete_step(batch, result, now, now + step_s);
+    const StepPlan plan = engine.begin_step(now);
+    if (plan.empty()) throw std::runtime_error("engine made no progress");
+    const StepResult result = engine.executor().execute(plan.batch);
+    engine.end_step(plan, result, now + step_s);
     now += step_s;
-    check(engine, batch);
+    check(engine, plan.batch);
   }
 }
 

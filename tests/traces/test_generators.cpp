@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "experiments/cli/option_table.h"
+#include "engine/common/option_table.h"
 #include "trace_test_util.h"
 
 using namespace testbed;
@@ -14,23 +14,31 @@ using namespace testbed::test;
 
 namespace {
 
+// The small shape every generator test uses; small() writes it into the config's keys.
+struct Shape {
+  int system_prompt_tokens = 48, user_tokens = 20, output_tokens = 12, turns = 4;
+  int num_documents = 30, document_tokens = 32, documents_per_request = 3;
+  int num_customers = 6, users_per_customer = 3, prefix_tokens = 64, query_tokens = 24;
+};
+const Shape kShape;
+
 WorkloadConfig small(const std::string& kind) {
   WorkloadConfig c;
-  c.kind = kind;
+  c.kind.name = kind;
   c.num_requests = 60;
   c.rate = 10.0;
-  c.system_prompt_tokens = 48;
-  c.user_tokens = 20;
-  c.output_tokens = 12;
-  c.turns = 4;
-  c.turn_gap_s = 0.5;
-  c.num_documents = 30;
-  c.document_tokens = 32;
-  c.documents_per_request = 3;
-  c.num_customers = 6;
-  c.users_per_customer = 3;
-  c.prefix_tokens = 64;
-  c.query_tokens = 24;
+  c.output_tokens = kShape.output_tokens;
+  set_options(c, {{"workload.system_prompt_tokens", std::to_string(kShape.system_prompt_tokens)},
+                  {"workload.user_tokens", std::to_string(kShape.user_tokens)},
+                  {"workload.turns", std::to_string(kShape.turns)},
+                  {"workload.turn_gap_s", "0.5"},
+                  {"workload.num_documents", std::to_string(kShape.num_documents)},
+                  {"workload.document_tokens", std::to_string(kShape.document_tokens)},
+                  {"workload.documents_per_request", std::to_string(kShape.documents_per_request)},
+                  {"workload.num_customers", std::to_string(kShape.num_customers)},
+                  {"workload.users_per_customer", std::to_string(kShape.users_per_customer)},
+                  {"workload.prefix_tokens", std::to_string(kShape.prefix_tokens)},
+                  {"workload.query_tokens", std::to_string(kShape.query_tokens)}});
   return c;
 }
 
@@ -86,7 +94,7 @@ TEST_CASE("workload multi_turn turn k+1 extends turn k prompt and scripted answe
   std::map<int64_t, std::vector<const Request*>> sessions;
   for (const auto& r : requests) sessions[r.session_id].push_back(&r);
   CHECK(sessions.size() == 15);  // 60 requests / 4 turns
-  const std::vector<int32_t> system(requests[0].prompt.begin(), requests[0].prompt.begin() + c.system_prompt_tokens);
+  const std::vector<int32_t> system(requests[0].prompt.begin(), requests[0].prompt.begin() + kShape.system_prompt_tokens);
   for (const auto& [id, turns] : sessions) {
     INFO("session " << id);
     REQUIRE(turns.size() == 4);
@@ -94,7 +102,7 @@ TEST_CASE("workload multi_turn turn k+1 extends turn k prompt and scripted answe
       const Request& r = *turns[k];
       CHECK(starts_with(r.prompt, system));
       CHECK(r.scripted_output.size() == static_cast<size_t>(c.output_tokens));
-      CHECK(r.prompt.size() == c.system_prompt_tokens + (k + 1) * c.user_tokens + k * c.output_tokens);
+      CHECK(r.prompt.size() == kShape.system_prompt_tokens + (k + 1) * kShape.user_tokens + k * c.output_tokens);
       if (k == 0) continue;
       const Request& prev = *turns[k - 1];
       std::vector<int32_t> history = prev.prompt;
@@ -104,18 +112,18 @@ TEST_CASE("workload multi_turn turn k+1 extends turn k prompt and scripted answe
     }
   }
   // Two sessions share the system prompt and nothing more.
-  CHECK(common_prefix(sessions[0][0]->prompt, sessions[1][0]->prompt) == static_cast<size_t>(c.system_prompt_tokens));
+  CHECK(common_prefix(sessions[0][0]->prompt, sessions[1][0]->prompt) == static_cast<size_t>(kShape.system_prompt_tokens));
 }
 
 TEST_CASE("workload multi_turn sessions keep the overall request rate", "[traces]") {
   WorkloadConfig c = small("multi_turn");
   c.num_requests = 40000;
   c.rate = 20.0;
-  c.turns = 5;
-  c.turn_gap_s = 2.0;
-  c.system_prompt_tokens = 1;
-  c.user_tokens = 1;
   c.output_tokens = 1;
+  set_options(c, {{"workload.turns", "5"},
+                  {"workload.turn_gap_s", "2.0"},
+                  {"workload.system_prompt_tokens", "1"},
+                  {"workload.user_tokens", "1"}});
   WorkloadContext ctx;
   auto source = make_workload(c, ctx);
   double last = 0;
@@ -139,10 +147,10 @@ TEST_CASE("workload multi_turn with rate zero puts every turn at t zero", "[trac
 TEST_CASE("workload rag prompts are system prompt plus pool documents plus question", "[traces]") {
   const WorkloadConfig c = small("rag");
   const auto requests = drain(c);
-  const size_t sys = c.system_prompt_tokens, d = c.document_tokens;
+  const size_t sys = kShape.system_prompt_tokens, d = kShape.document_tokens;
   std::map<std::vector<int32_t>, int> documents;  // content -> times used
   for (const auto& r : requests) {
-    REQUIRE(r.prompt.size() == sys + 3 * d + c.user_tokens);
+    REQUIRE(r.prompt.size() == sys + 3 * d + kShape.user_tokens);
     CHECK(std::equal(r.prompt.begin(), r.prompt.begin() + sys, requests[0].prompt.begin()));
     std::set<std::vector<int32_t>> in_request;
     for (size_t k = 0; k < 3; ++k) {
@@ -152,7 +160,7 @@ TEST_CASE("workload rag prompts are system prompt plus pool documents plus quest
     }
     CHECK(in_request.size() == 3);  // distinct documents
   }
-  CHECK(documents.size() <= static_cast<size_t>(c.num_documents));
+  CHECK(documents.size() <= static_cast<size_t>(kShape.num_documents));
   int max_uses = 0;
   for (const auto& [doc, uses] : documents) max_uses = std::max(max_uses, uses);
   CHECK(max_uses > 180 / 30 * 2);  // Zipf(1): the top document is drawn far more than the average
@@ -170,15 +178,15 @@ TEST_CASE("workload llmd requests share exactly their customer prefix", "[traces
   WorkloadConfig c = small("llmd");
   for (int user_context : {0, 16}) {
     INFO("user_context_tokens " << user_context);
-    c.user_context_tokens = user_context;
+    set_options(c, {{"workload.user_context_tokens", std::to_string(user_context)}});
     const auto requests = drain(c);
-    const size_t prefix = c.prefix_tokens, shared_by_user = prefix + user_context;
+    const size_t prefix = kShape.prefix_tokens, shared_by_user = prefix + user_context;
     std::set<int64_t> sessions;
     for (const auto& r : requests) {
       REQUIRE(r.session_id >= 0);
-      REQUIRE(r.session_id < c.num_customers * c.users_per_customer);
+      REQUIRE(r.session_id < kShape.num_customers * kShape.users_per_customer);
       sessions.insert(r.session_id);
-      CHECK(r.prompt.size() == shared_by_user + c.query_tokens);
+      CHECK(r.prompt.size() == shared_by_user + kShape.query_tokens);
     }
     CHECK(sessions.size() > 10);  // 60 draws over 18 users
     for (size_t i = 0; i < requests.size(); ++i)
@@ -186,8 +194,8 @@ TEST_CASE("workload llmd requests share exactly their customer prefix", "[traces
         const auto& a = requests[i];
         const auto& b = requests[j];
         const size_t shared = common_prefix(a.prompt, b.prompt);
-        const int64_t customer_a = a.session_id / c.users_per_customer,
-                      customer_b = b.session_id / c.users_per_customer;
+        const int64_t customer_a = a.session_id / kShape.users_per_customer,
+                      customer_b = b.session_id / kShape.users_per_customer;
         if (a.session_id == b.session_id)
           CHECK(shared == shared_by_user);  // queries are unique per request
         else if (customer_a == customer_b)
@@ -200,11 +208,13 @@ TEST_CASE("workload llmd requests share exactly their customer prefix", "[traces
 
 TEST_CASE("workload llmd defaults follow the llm-d benchmark shape", "[traces]") {
   WorkloadConfig c;
-  c.kind = "llmd";
-  CHECK(c.num_customers == 150);
-  CHECK(c.users_per_customer == 5);
-  CHECK(c.prefix_tokens == 6000);
-  CHECK(c.query_tokens == 1200);
+  c.kind.name = "llmd";
+  OptionTable defaults;
+  c.bind(defaults);
+  CHECK(defaults.value("workload.num_customers") == "150");
+  CHECK(defaults.value("workload.users_per_customer") == "5");
+  CHECK(defaults.value("workload.prefix_tokens") == "6000");
+  CHECK(defaults.value("workload.query_tokens") == "1200");
   c.num_requests = 3;
   for (const auto& r : drain(c)) CHECK(r.prompt.size() == 7200);
 }
@@ -222,28 +232,21 @@ TEST_CASE("workload and trace keys are registered and validated by name", "[trac
         "trace.time_scale", "trace.max_requests", "trace.arrivals", "trace.output_tokens"})
     CHECK(keys.count(key) == 1);
 
-  const auto error_with = [](auto edit) {
+  const auto error_with = [](const std::vector<std::pair<std::string, std::string>>& keys) {
     WorkloadConfig bad;
-    edit(bad);
+    set_options(bad, keys);
     return config_error_of([&] { bad.validate(); });
   };
-  CHECK_THAT(error_with([](WorkloadConfig& w) { w.kind = "sharegpt"; }), Catch::StartsWith("workload.kind: "));
-  CHECK_THAT(error_with([](WorkloadConfig& w) { w.turns = 0; }), Catch::StartsWith("workload.turns: "));
-  CHECK_THAT(error_with([](WorkloadConfig& w) { w.documents_per_request = 2000; }),
+  CHECK_THAT(error_with({{"workload.kind", "sharegpt"}}), Catch::StartsWith("workload.kind: "));
+  CHECK_THAT(error_with({{"workload.turns", "0"}}), Catch::StartsWith("workload.turns: "));
+  CHECK_THAT(error_with({{"workload.documents_per_request", "2000"}}),
              Catch::StartsWith("workload.documents_per_request: "));
-  CHECK_THAT(error_with([](WorkloadConfig& w) { w.zipf_s = -1; }), Catch::StartsWith("workload.zipf_s: "));
-  CHECK_THAT(error_with([](WorkloadConfig& w) { w.users_per_customer = 0; }),
-             Catch::StartsWith("workload.users_per_customer: "));
-  CHECK_THAT(error_with([](WorkloadConfig& w) { w.trace.time_scale = 0; }), Catch::StartsWith("trace.time_scale: "));
-  CHECK_THAT(error_with([](WorkloadConfig& w) { w.trace.arrivals = "bursty"; }), Catch::StartsWith("trace.arrivals: "));
-  CHECK_THAT(error_with([](WorkloadConfig& w) { w.trace.max_requests = -1; }),
-             Catch::StartsWith("trace.max_requests: "));
-  CHECK_THAT(error_with([](WorkloadConfig& w) { w.trace.output_tokens = -1; }),
-             Catch::StartsWith("trace.output_tokens: "));
-  CHECK_THAT(error_with([](WorkloadConfig& w) {
-               w.kind = "multi_turn";
-               w.turns = 1 << 20;
-               w.user_tokens = 1 << 12;
-             }),
+  CHECK_THAT(error_with({{"workload.zipf_s", "-1"}}), Catch::StartsWith("workload.zipf_s: "));
+  CHECK_THAT(error_with({{"workload.users_per_customer", "0"}}), Catch::StartsWith("workload.users_per_customer: "));
+  CHECK_THAT(error_with({{"trace.time_scale", "0"}}), Catch::StartsWith("trace.time_scale: "));
+  CHECK_THAT(error_with({{"trace.arrivals", "bursty"}}), Catch::StartsWith("trace.arrivals: "));
+  CHECK_THAT(error_with({{"trace.max_requests", "-1"}}), Catch::StartsWith("trace.max_requests: "));
+  CHECK_THAT(error_with({{"trace.output_tokens", "-1"}}), Catch::StartsWith("trace.output_tokens: "));
+  CHECK_THAT(error_with({{"workload.kind", "multi_turn"}, {"workload.turns", "1048576"}, {"workload.user_tokens", "4096"}}),
              Catch::StartsWith("workload.kind: "));
 }

@@ -149,18 +149,16 @@ TEST_CASE("a missing trace file names the file and trace.path", "[traces]") {
 
 TEST_CASE("trace keys scale time cap requests override outputs and replace arrivals", "[traces]") {
   ScratchDir dir("trace_keys");
-  WorkloadConfig c = trace_config("mooncake", dir.write("t.jsonl", kMooncake));
-  c.trace.time_scale = 0.5;
-  c.trace.max_requests = 2;
-  c.trace.output_tokens = 9;
+  const std::string path = dir.write("t.jsonl", kMooncake);
+  WorkloadConfig c = trace_config("mooncake", path,
+                                  {{"trace.time_scale", "0.5"}, {"trace.max_requests", "2"}, {"trace.output_tokens", "9"}});
   auto requests = drain(c);
   REQUIRE(requests.size() == 2);
   CHECK(requests[1].arrival_s == Approx(0.125));
   CHECK(requests[0].max_output_tokens == 9);
   CHECK(requests[1].max_output_tokens == 9);
 
-  c = trace_config("mooncake", c.trace.path);
-  c.trace.arrivals = "constant";
+  c = trace_config("mooncake", path, {{"trace.arrivals", "constant"}});
   c.rate = 4.0;
   requests = drain(c);
   REQUIRE(requests.size() == 3);

@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/config_error.h"
+#include "engine/common/config_error.h"
+#include "engine/common/option_table.h"
 #include "traces/workload.h"
 
 namespace testbed::test {
@@ -37,11 +38,11 @@ class ScratchDir {
   std::filesystem::path path_;
 };
 
-inline WorkloadConfig trace_config(const std::string& format, const std::string& path) {
+inline WorkloadConfig trace_config(const std::string& format, const std::string& path,
+                                   const std::vector<std::pair<std::string, std::string>>& more = {}) {
   WorkloadConfig c;
-  c.kind = "trace";
-  c.trace.format = format;
-  c.trace.path = path;
+  set_options(c, {{"workload.kind", "trace"}, {"trace.format", format}, {"trace.path", path}});
+  set_options(c, more);
   return c;
 }
 

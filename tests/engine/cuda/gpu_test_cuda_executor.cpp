@@ -11,8 +11,8 @@
 #include "engine/cuda/cuda_executor.h"
 #include "engine/cuda/cuda_executor_impl.h"
 #include "engine/kv_cache_manager.h"
-#include "engine/rng.h"
-#include "gpu_test_util.h"
+#include "engine/common/rng.h"
+#include "kernels/gpu_test_util.h"
 
 using namespace testbed;
 using namespace testbed::test;
@@ -39,8 +39,7 @@ struct Pair {
   // Runs one batch on both, compares logits and greedy tokens, returns the CPU's
   // tokens (they drive both executors, so a near-tie cannot fork the runs).
   std::vector<int32_t> step(const Batch& b, int vocab) {
-    const StepResult rc = cpu->execute(b), rg = gpu->execute(b);
-    REQUIRE(rc.tokens.size() == rg.tokens.size());
+    const std::vector<int32_t> tc = tokens_of(cpu->execute(b), b), tg = tokens_of(gpu->execute(b), b);
     const std::vector<float>& lc = cpu->last_logits();
     const std::vector<float> lg = gpu->last_logits();
     REQUIRE(lc.size() == lg.size());
@@ -48,19 +47,30 @@ struct Pair {
     CHECK_VALID(validate("logits", lg, lc, Tolerance{3e-2, 0.1, 0.1},
                          {static_cast<int64_t>(lc.size() / vocab), vocab}));
     for (size_t s = 0, row = 0; s < b.items.size(); ++s) {
-      CHECK((rc.tokens[s] < 0) == (rg.tokens[s] < 0));
-      if (rc.tokens[s] < 0) continue;
+      CHECK((tc[s] < 0) == (tg[s] < 0));
+      if (tc[s] < 0) continue;
       const float* l = &lc[row++ * vocab];
       std::vector<float> sorted(l, l + vocab);
       std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
       ++compared_rows;
       if (sorted[0] - sorted[1] > 0.05f * (std::abs(sorted[0]) + 1.0f)) {  // a clear winner
         ++clear_rows;
-        CHECK(rg.tokens[s] == rc.tokens[s]);
-        agreeing += rg.tokens[s] == rc.tokens[s];
+        CHECK(tg[s] == tc[s]);
+        agreeing += tg[s] == tc[s];
       }
     }
-    return rc.tokens;
+    return tc;
+  }
+
+  // One token per item (these batches propose nothing), -1 where it does not sample.
+  static std::vector<int32_t> tokens_of(const StepResult& r, const Batch& b) {
+    REQUIRE(r.num_items() == b.num_seqs());
+    std::vector<int32_t> out(b.items.size(), -1);
+    for (int s = 0; s < b.num_seqs(); ++s) {
+      REQUIRE(r.num_tokens(s) == (b.items[s].samples() ? 1 : 0));
+      if (r.num_tokens(s) == 1) out[s] = r.tokens_of(s)[0];
+    }
+    return out;
   }
 };
 
@@ -84,7 +94,7 @@ void run_scenario(const ModelConfig& cfg, int block_size) {
     seqs.push_back(std::make_unique<Sequence>(make_request(static_cast<int64_t>(seqs.size()), rng, len, cfg.vocab_size)));
   auto schedule = [&](Batch& b, Sequence& s, int n) {
     REQUIRE(kv.allocate(s, n));
-    b.items.push_back({&s, s.num_computed_tokens, n});
+    b.add(&s, s.num_computed_tokens, n);
   };
   auto finish = [&](const Batch& b, const std::vector<int32_t>& tokens) {
     for (size_t i = 0; i < b.items.size(); ++i) {

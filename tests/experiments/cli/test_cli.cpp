@@ -27,8 +27,15 @@ struct Outcome {
   std::string output;
 };
 
-Outcome run_cli(const std::string& args) {
-  const std::string cmd = std::string(TESTBED_BINARY_DIR) + "/testbed " + args + " 2>&1";
+Outcome run_cli(std::string args) {
+  // "--timeout-wrapper ARGS": the same under `timeout 30`, for commands that must not hang.
+  std::string prefix;
+  const std::string wrapper = "--timeout-wrapper ";
+  if (args.compare(0, wrapper.size(), wrapper) == 0) {
+    prefix = "timeout 30 ";
+    args = args.substr(wrapper.size());
+  }
+  const std::string cmd = prefix + std::string(TESTBED_BINARY_DIR) + "/testbed " + args + " 2>&1";
   Outcome o;
   FILE* p = popen(cmd.c_str(), "r");
   char buf[4096];
@@ -137,6 +144,31 @@ TEST_CASE("config errors name the key or file and exit 2 and write nothing", "[c
     CHECK(o.status == 2);
     CHECK_THAT(o.output, Catch::Contains(c.must_contain));
     CHECK_FALSE(fs::exists(dir / "out"));
+  }
+}
+
+TEST_CASE("Boost placeholders in values and keys are exit 2, not a hang", "[cli]") {
+  // Boost 1.74 formats its errors by substituting placeholders such as %value%
+  // and loops forever when the user's text holds one; `timeout` turns a
+  // regression into exit 124 instead of a stuck test run.
+  const fs::path dir = scratch("placeholders");
+  const fs::path ini = write_config(dir);
+  std::ofstream(dir / "key.ini") << "[scheduler]\nmax%canonical_option% = 3\n";
+  std::ofstream(dir / "gpu.ini") << "[compute]\nbf16_tflops = %value%\n[memory]\ncapacity_gib = 80\nbandwidth_gbps = 3000\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"run " + ini.string() + " --scheduler.max_num_seqs=%value%", "scheduler.max_num_seqs"},
+      {"run " + ini.string() + " --scheduler.%original_token%=1", "%original_token%"},
+      {"run " + (dir / "key.ini").string(), "%canonical_option%"},
+      {"run " + ini.string() + " --cost_model.kind=roofline --cost_model.hardware=" + (dir / "gpu.ini").string(),
+       "compute.bf16_tflops"},
+      {"roofline --model " + (dir / "micro.json").string() + " --hardware experiments/hardware/h100-sxm.ini --tp=%value%",
+       "--tp"},
+  };
+  for (const auto& [args, must_contain] : cases) {
+    const Outcome o = run_cli("--timeout-wrapper " + args);
+    INFO(args << "\n" << o.output);
+    CHECK(o.status == 2);
+    CHECK_THAT(o.output, Catch::Contains(must_contain));
   }
 }
 
