@@ -1,12 +1,14 @@
 // The profiled cost model: the table interpolates exactly what is linear,
 // extrapolates along the edges, survives a save/load round trip, and bad
 // files are errors naming the file; the profiler fills every grid point.
+#include <H5Cpp.h>
 #include <unistd.h>
 
 #include <array>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "engine/common/config_error.h"
 #include "engine/common/option_table.h"
@@ -58,6 +60,55 @@ TEST_CASE("a profile table survives a round trip and bad files name themselves",
   ProfileTable bad = t;
   bad.step_s.pop_back();
   CHECK_THROWS_WITH(bad.save((dir / "bad.h5").string()), Catch::Contains("step_s"));
+}
+
+namespace {
+
+// A profile file whose profile/<bad_name> dataset has the given extents
+// (rank 0: a scalar); the other datasets are the linear table's.
+std::string write_profile_with(const std::filesystem::path& dir, const std::string& bad_name,
+                               const std::vector<hsize_t>& dims) {
+  const std::string path = (dir / ("rank_" + bad_name + std::to_string(dims.size()) + ".h5")).string();
+  const ProfileTable t = linear_table();
+  H5::H5File f(path, H5F_ACC_TRUNC);
+  H5::Group g = f.createGroup("profile");
+  const std::map<std::string, const std::vector<double>*> columns = {
+      {"prefill_tokens", &t.prefill_tokens}, {"decode_seqs", &t.decode_seqs}, {"context", &t.context},
+      {"step_s", &t.step_s}};
+  for (const auto& [name, values] : columns) {
+    if (name == bad_name) {
+      const H5::DataSpace space = dims.empty() ? H5::DataSpace(H5S_SCALAR)
+                                               : H5::DataSpace(static_cast<int>(dims.size()), dims.data());
+      size_t n = 1;
+      for (hsize_t d : dims) n *= d;
+      std::vector<double> v(n, 1.0);  // far more values than the column holds for rank 2 and 3
+      g.createDataSet(name, H5::PredType::NATIVE_DOUBLE, space).write(v.data(), H5::PredType::NATIVE_DOUBLE);
+    } else {
+      const hsize_t n = values->size();
+      g.createDataSet(name, H5::PredType::NATIVE_DOUBLE, H5::DataSpace(1, &n))
+          .write(values->data(), H5::PredType::NATIVE_DOUBLE);
+    }
+  }
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("a profile dataset of the wrong rank is an error, not an overflow", "[profiled]") {
+  // Regression: the reader took one extent into hsize_t dims[1]; a 2-D or 3-D
+  // dataset overflowed the heap and a scalar one left dims uninitialised.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("testbed_profile_rank_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (const std::vector<hsize_t>& dims : {std::vector<hsize_t>{}, {3, 3}, {24, 24, 24}}) {
+    for (const char* name : {"step_s", "context"}) {
+      INFO(name << " of rank " << dims.size());
+      const std::string path = write_profile_with(dir, name, dims);
+      CHECK_THROWS_WITH(ProfileTable::load(path), Catch::Contains(path) && Catch::Contains(name) &&
+                                                      Catch::Contains("1-D"));
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("the profiler measures every grid point of a real executor", "[profiled]") {

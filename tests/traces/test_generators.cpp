@@ -250,3 +250,28 @@ TEST_CASE("workload and trace keys are registered and validated by name", "[trac
   CHECK_THAT(error_with({{"workload.kind", "multi_turn"}, {"workload.turns", "1048576"}, {"workload.user_tokens", "4096"}}),
              Catch::StartsWith("workload.kind: "));
 }
+
+TEST_CASE("workload.num_priorities draws priorities without changing any other draw", "[traces]") {
+  for (const auto& kind : kGenerators) {
+    INFO(kind);
+    WorkloadConfig c = small(kind);
+    const auto plain = drain(c);
+    for (const auto& r : plain) CHECK(r.priority == 0);
+    c.num_priorities = 3;
+    const auto ranked = drain(c), again = drain(c);
+    REQUIRE(ranked.size() == plain.size());
+    int count[3] = {0, 0, 0};
+    for (size_t i = 0; i < ranked.size(); ++i) {
+      REQUIRE(ranked[i].priority >= 0);
+      REQUIRE(ranked[i].priority < 3);
+      ++count[ranked[i].priority];
+      CHECK(ranked[i].priority == again[i].priority);  // seeded
+      CHECK(ranked[i].prompt == plain[i].prompt);      // its own seed stream
+      CHECK(ranked[i].arrival_s == plain[i].arrival_s);
+    }
+    for (int n : count) CHECK(n > 5);  // 60 draws over 3 levels
+  }
+  WorkloadConfig bad = small("shared_prefix");
+  bad.num_priorities = 0;
+  CHECK_THAT(config_error_of([&] { bad.validate(); }), Catch::StartsWith("workload.num_priorities"));
+}

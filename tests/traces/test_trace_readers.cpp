@@ -203,3 +203,24 @@ TEST_CASE("the shipped sample traces parse", "[traces]") {
   for (const auto* requests : {&mooncake, &azure, &burstgpt})
     for (size_t i = 1; i < requests->size(); ++i) REQUIRE((*requests)[i].arrival_s >= (*requests)[i - 1].arrival_s);
 }
+
+TEST_CASE("a trace row's priority is kept and workload.num_priorities draws the missing ones", "[traces]") {
+  ScratchDir dir("trace_priority");
+  const std::string path = dir.write(
+      "p.jsonl", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 2, \"hash_ids\": [0], \"priority\": 4}\n"
+                 "{\"timestamp\": 5, \"input_length\": 10, \"output_length\": 2, \"hash_ids\": [1]}\n");
+  auto requests = drain(trace_config("mooncake", path));
+  REQUIRE(requests.size() == 2);
+  CHECK(requests[0].priority == 4);
+  CHECK(requests[1].priority == 0);
+  WorkloadConfig c = trace_config("mooncake", path);
+  c.num_priorities = 1000;
+  requests = drain(c);
+  CHECK(requests[0].priority == 4);  // the trace's own value wins
+  CHECK(requests[1].priority > 0);   // drawn (0 has probability 1/1000 for this seed)
+  CHECK(requests[1].priority < 1000);
+  CHECK_THAT(read_error("mooncake",
+                        "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 2, \"hash_ids\": [0], "
+                        "\"priority\": -1}\n"),
+             Catch::Contains("priority"));
+}
