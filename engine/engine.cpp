@@ -58,35 +58,39 @@ StepOutcome Engine::step(double now) {
 
 StepPlan Engine::begin_step(double now) {
   StepPlan plan;
-  plan.start_s = now;
-  plan.batch = scheduler_.schedule(now);
-  publish_kv_events();  // evictions made room for this batch
+  begin_step(now, plan);
   return plan;
+}
+
+void Engine::begin_step(double now, StepPlan& plan) {
+  plan.start_s = now;
+  scheduler_.schedule(now, plan.batch);
+  publish_kv_events();  // evictions made room for this batch
 }
 
 StepOutcome Engine::end_step(const StepPlan& plan, const StepResult& result, double end_s) {
   StepOutcome out;
+  end_step(plan, result, end_s, out);
+  return out;
+}
+
+void Engine::end_step(const StepPlan& plan, const StepResult& result, double end_s, StepOutcome& out) {
   out.start_s = plan.start_s;
   out.end_s = end_s;
   out.preempted = plan.batch.preempted;
+  out.num_finished = 0;
+  out.handed_off.clear();
   scheduler_.postprocess(plan.batch, result, end_s, out);
-  for (const SeqOutcome& o : out.seqs) {
-    Sequence& seq = *o.seq;
-    if (o.num_appended > 0) {
-      // One delivery per step: a verified run of proposed tokens reaches the client at once.
-      if (o.first_token) {
-        seq.first_token_s = end_s;
-        if (sink_) sink_->on_first_token(instance_, seq, end_s);
-      } else if (sink_) {
-        sink_->on_token(instance_, seq, end_s, end_s - seq.last_token_s);
+  if (sink_)
+    for (const SeqOutcome& o : out.seqs) {
+      if (o.num_appended > 0) {
+        if (o.first_token)
+          sink_->on_first_token(instance_, *o.seq, end_s);
+        else
+          sink_->on_token(instance_, *o.seq, end_s, end_s - o.previous_token_s);
       }
-      seq.last_token_s = end_s;
+      if (o.finished) sink_->on_finish(instance_, *o.seq, end_s);
     }
-    if (o.finished) {
-      seq.finish_s = end_s;
-      if (sink_) sink_->on_finish(instance_, seq, end_s);
-    }
-  }
   publish_kv_events();
   if (sink_) {
     StepRecord rec;
@@ -102,7 +106,6 @@ StepOutcome Engine::end_step(const StepPlan& plan, const StepResult& result, dou
     rec.num_running = scheduler_.num_running();
     sink_->on_step(rec);
   }
-  return out;
 }
 
 bool Engine::begin_import(HandOff& h, KvImport& plan) {

@@ -58,7 +58,11 @@ class Engine {
   // A whole step on a virtual clock: it ends now + the executor's duration.
   StepOutcome step(double now);
   StepPlan begin_step(double now);
+  // The same into `plan`, reusing its buffers (the simulator's per-step path).
+  void begin_step(double now, StepPlan& plan);
   StepOutcome end_step(const StepPlan& plan, const StepResult& result, double end_s);
+  // The same into `out`, reusing its buffers (the simulator's per-step path).
+  void end_step(const StepPlan& plan, const StepResult& result, double end_s, StepOutcome& out);
 
   // Receiving a handed-off sequence: reserves blocks for its KV (reusing
   // what this cache holds) and takes the sequence; false (h untouched) when

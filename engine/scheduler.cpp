@@ -78,9 +78,18 @@ int Scheduler::chunk_limit(int remaining, int budget) const {
 }
 
 Batch Scheduler::schedule(double now) {
+  Batch batch;
+  schedule(now, batch);
+  return batch;
+}
+
+void Scheduler::schedule(double now, Batch& batch) {
   finished_.clear();
   policy_->order_waiting(waiting_, now);
-  Batch batch;
+  batch.items.clear();
+  batch.preempted.clear();
+  batch.num_prefill_tokens = batch.num_decode_tokens = 0;
+  batch.want_probs = false;
   batch.items.reserve(running_.size() + 8);
   int budget = config_.max_batch_tokens;
   scheduled_.assign(running_.size(), 0);
@@ -90,7 +99,6 @@ Batch Scheduler::schedule(double now) {
   if (batch.preempted.empty()) admit_waiting(batch, budget, now);
   for (const ScheduledSeq& item : batch.items)
     (item.is_decode() ? batch.num_decode_tokens : batch.num_prefill_tokens) += item.num_new;
-  return batch;
 }
 
 int Scheduler::schedule_running(Batch& batch, int& budget, bool decode_pass, double now) {
@@ -205,41 +213,57 @@ namespace {
 
 }  // namespace
 
-void Scheduler::postprocess(const Batch& batch, const StepResult& result, double /*now*/, StepOutcome& out) {
-  if (result.num_items() != batch.num_seqs())
+void Scheduler::accept_drafts(const ScheduledSeq& item, const int32_t* tokens, int n) {
+  Sequence& seq = *item.seq;
+  if (n < 1 || n > item.num_draft + 1)
+    contract_error(seq, std::to_string(n) + " tokens returned for " + std::to_string(item.num_draft + 1) +
+                            " verified positions");
+  const int accepted = n - 1;
+  for (int i = 0; i < accepted; ++i)
+    if (tokens[i] != seq.draft_tokens()[i]) contract_error(seq, "an accepted token is not the proposed one");
+  seq.truncate_draft_tokens(0);
+  seq.num_computed_tokens += item.num_new - (item.num_draft - accepted);
+  if (accepted < item.num_draft) kv_.truncate(seq, seq.num_computed_tokens);
+}
+
+void Scheduler::postprocess(const Batch& batch, const StepResult& result, double now, StepOutcome& out) {
+  const size_t num_items = batch.items.size();
+  if (result.num_items() != static_cast<int>(num_items))
     throw std::logic_error("executor: returned results for " + std::to_string(result.num_items()) + " items of a " +
-                           std::to_string(batch.num_seqs()) + "-item batch");
-  out.seqs.resize(batch.items.size());
+                           std::to_string(num_items) + "-item batch");
+  // Raw pointers: the stores into sequences below must not make the compiler
+  // reload every vector's data pointer (this loop runs for every running sequence).
+  const ScheduledSeq* items = batch.items.data();
+  const int32_t* offsets = result.token_offsets.data();
+  const int32_t* all_tokens = result.tokens.data();
+  const bool any_drafts = !result.draft_offsets.empty();
+  out.seqs.resize(num_items);
+  SeqOutcome* outs = out.seqs.data();
   bool any_left = false;
-  for (size_t k = 0; k < batch.items.size(); ++k) {
-    const ScheduledSeq& item = batch.items[k];
+  for (size_t k = 0; k < num_items; ++k) {
+    const ScheduledSeq& item = items[k];
     Sequence& seq = *item.seq;
-    SeqOutcome& o = out.seqs[k];
-    o = SeqOutcome{};
+    SeqOutcome o;
     o.seq = &seq;
-    const int n = result.num_tokens(static_cast<int>(k));
+    const int n = offsets[k + 1] - offsets[k];
     if (!item.samples()) {
       if (n != 0) contract_error(seq, "tokens returned for an item that does not sample");
       seq.num_computed_tokens += item.num_new;
       kv_.commit_full_blocks(seq);
+      outs[k] = o;
       continue;
     }
-    if (n < 1 || n > item.num_draft + 1)
-      contract_error(seq, std::to_string(n) + " tokens returned for " + std::to_string(item.num_draft + 1) +
-                              " verified positions");
-    const int32_t* tokens = result.tokens_of(static_cast<int>(k));
-    const int accepted = n - 1;
-    o.num_draft = item.num_draft;
-    o.num_accepted = accepted;
-    if (item.num_draft > 0) {
-      for (int i = 0; i < accepted; ++i)
-        if (tokens[i] != seq.draft_tokens()[i]) contract_error(seq, "an accepted token is not the proposed one");
-      seq.truncate_draft_tokens(0);
+    const int32_t* tokens = all_tokens + offsets[k];
+    if (item.num_draft == 0) {
+      if (n != 1) contract_error(seq, std::to_string(n) + " tokens returned for one sampled position");
+      seq.num_computed_tokens += item.num_new;
+    } else {
+      // Rejected positions roll back before any block is committed, so the
+      // prefix cache only ever holds final tokens.
+      accept_drafts(item, tokens, n);
+      o.num_draft = item.num_draft;
+      o.num_accepted = n - 1;
     }
-    // Rejected positions roll back before any block is committed, so the
-    // prefix cache only ever holds final tokens.
-    seq.num_computed_tokens += item.num_new - (item.num_draft - accepted);
-    if (accepted < item.num_draft) kv_.truncate(seq, seq.num_computed_tokens);
     for (int i = 0; i < n; ++i) {
       if (tokens[i] < 0) contract_error(seq, "returned a negative token id");
       seq.append_token(tokens[i]);
@@ -247,9 +271,14 @@ void Scheduler::postprocess(const Batch& batch, const StepResult& result, double
     kv_.commit_full_blocks(seq);
     o.num_appended = n;
     o.first_token = seq.num_output_tokens() == n;
+    // One delivery per step: a verified run of proposed tokens reaches the client at once.
+    o.previous_token_s = seq.last_token_s;
+    if (o.first_token) seq.first_token_s = now;
+    seq.last_token_s = now;
     if (seq.num_output_tokens() >= seq.max_output_tokens() || seq.num_tokens() >= max_model_len_) {
       kv_.free(seq);
       seq.status = SeqStatus::Finished;
+      seq.finish_s = now;
       o.finished = true;
       ++out.num_finished;
       any_left = true;
@@ -257,9 +286,10 @@ void Scheduler::postprocess(const Batch& batch, const StepResult& result, double
       seq.status = SeqStatus::HandedOff;
       o.handed_off = true;
       any_left = true;
-    } else if (result.num_drafts(static_cast<int>(k)) > 0) {
+    } else if (any_drafts && result.num_drafts(static_cast<int>(k)) > 0) {
       seq.set_draft_tokens(result.drafts_of(static_cast<int>(k)), result.num_drafts(static_cast<int>(k)));
     }
+    outs[k] = o;
   }
   if (!any_left) return;
   // Finished sequences outlive this call until the next schedule(), so the

@@ -61,6 +61,8 @@ class Scheduler {
   void set_hand_off_after_prefill(bool on) { hand_off_after_prefill_ = on; }
 
   Batch schedule(double now);
+  // The same into `batch`, reusing its buffers.
+  void schedule(double now, Batch& batch);
   // Applies what the executor returned for `batch` and writes what the step
   // did into `out`. Throws std::logic_error when the result breaks the
   // executor contract (wrong shape, tokens for an item that does not sample,
@@ -80,6 +82,8 @@ class Scheduler {
   int schedule_running(Batch& batch, int& budget, bool decode_pass, double now);
   void admit_waiting(Batch& batch, int& budget, double now);
   void preempt(size_t victim, Batch& batch, int& budget, double now);
+  // Checks the tokens an item that verified proposals returned and rolls its rejected positions back.
+  void accept_drafts(const ScheduledSeq& item, const int32_t* tokens, int n);
   void insert_waiting(std::unique_ptr<Sequence> seq, double now);
   void insert_running(std::unique_ptr<Sequence> seq);
   int chunk_limit(int remaining, int budget) const;

@@ -34,6 +34,7 @@ struct SeqOutcome {
   bool first_token = false; // the step produced the sequence's first output token
   bool finished = false;
   bool handed_off = false;  // left this engine (see StepOutcome::handed_off)
+  double previous_token_s = -1.0;  // when the sequence's tokens were last delivered before this step
 };
 
 // A sequence that leaves its engine after its prefill, with its KV: the

@@ -28,6 +28,7 @@ struct Fleet::Instance {
   // event, so the completion event captures only (this, i).
   StepPlan plan;
   StepResult result;
+  StepOutcome outcome;  // reused step after step
 };
 
 // Hands one instance's KV events to the router, tagged with the instance.
@@ -125,7 +126,7 @@ void Fleet::kick(int i, double now) {
 void Fleet::start_step(int i, double now) {
   Instance& inst = *instances_[i];
   Engine& engine = *inst.engine;
-  inst.plan = engine.begin_step(now);
+  engine.begin_step(now, inst.plan);
   if (inst.plan.empty()) {
     if (engine.has_unfinished())
       throw ConfigError("scheduler: instance " + std::to_string(i) +
@@ -139,7 +140,8 @@ void Fleet::start_step(int i, double now) {
 
 void Fleet::end_step(int i, double end) {
   Instance& inst = *instances_[i];
-  const StepOutcome out = inst.engine->end_step(inst.plan, inst.result, end);
+  StepOutcome& out = inst.outcome;
+  inst.engine->end_step(inst.plan, inst.result, end, out);
   inst.busy = false;
   if (!out.handed_off.empty())
     throw std::logic_error("fleet: instance " + std::to_string(i) + " handed a sequence off, but no pool receives it");
