@@ -1,0 +1,478 @@
+// ResultsFile: columns (double, int64, int32) and attributes (double, string) read
+// back with the HDF5 C++ API have exactly the values and types written; commit()
+// renames PATH.tmp to PATH; a file destroyed uncommitted leaves neither (and an
+// older PATH untouched); committing over a file replaces it; write_requests /
+// write_steps / write_summary / write_config / write_tokens lay out the groups and
+// columns the header documents.
+#include <H5Cpp.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/common/config_error.h"
+#include "engine/common/rng.h"
+#include "engine/metrics/results_file.h"
+
+using namespace testbed;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A scratch directory under the system temp directory, named by pid and test,
+// removed (with everything in it) at the end of the test.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& name)
+      : dir_(fs::temp_directory_path() /
+             ("testbed_test_results_file_" + std::to_string(::getpid()) + "_" + name)) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+
+ private:
+  fs::path dir_;
+};
+
+std::set<std::string> members(const H5::Group& g) {
+  std::set<std::string> out;
+  for (hsize_t i = 0; i < g.getNumObjs(); ++i) out.insert(g.getObjnameByIdx(i));
+  return out;
+}
+
+std::set<std::string> attr_names(const H5::Group& g) {
+  std::set<std::string> out;
+  for (int i = 0; i < g.getNumAttrs(); ++i) out.insert(g.openAttribute(static_cast<unsigned>(i)).getName());
+  return out;
+}
+
+hsize_t length(const H5::DataSet& ds) {
+  H5::DataSpace space = ds.getSpace();
+  REQUIRE(space.getSimpleExtentNdims() == 1);
+  hsize_t dims[1];
+  space.getSimpleExtentDims(dims);
+  return dims[0];
+}
+
+// Reads a 1-D dataset, first checking its stored type is `type` exactly.
+template <class T>
+std::vector<T> read_column(const H5::Group& g, const std::string& name, const H5::PredType& type) {
+  H5::DataSet ds = g.openDataSet(name);
+  INFO("column " << name);
+  CHECK(ds.getDataType() == type);
+  std::vector<T> v(length(ds));
+  if (!v.empty()) ds.read(v.data(), type);
+  return v;
+}
+
+std::vector<double> read_doubles(const H5::Group& g, const std::string& name) {
+  H5::DataSet ds = g.openDataSet(name);
+  INFO("column " << name);
+  CHECK(ds.getTypeClass() == H5T_FLOAT);
+  CHECK(ds.getFloatType().getSize() == 8);
+  return read_column<double>(g, name, H5::PredType::NATIVE_DOUBLE);
+}
+
+std::vector<int64_t> read_int64s(const H5::Group& g, const std::string& name) {
+  H5::DataSet ds = g.openDataSet(name);
+  INFO("column " << name);
+  CHECK(ds.getTypeClass() == H5T_INTEGER);
+  CHECK(ds.getIntType().getSize() == 8);
+  CHECK(ds.getIntType().getSign() == H5T_SGN_2);
+  return read_column<int64_t>(g, name, H5::PredType::NATIVE_INT64);
+}
+
+std::vector<int32_t> read_int32s(const H5::Group& g, const std::string& name) {
+  H5::DataSet ds = g.openDataSet(name);
+  INFO("column " << name);
+  CHECK(ds.getTypeClass() == H5T_INTEGER);
+  CHECK(ds.getIntType().getSize() == 4);
+  CHECK(ds.getIntType().getSign() == H5T_SGN_2);
+  return read_column<int32_t>(g, name, H5::PredType::NATIVE_INT32);
+}
+
+double read_double_attr(const H5::Group& g, const std::string& name) {
+  H5::Attribute a = g.openAttribute(name);
+  INFO("attribute " << name);
+  CHECK(a.getTypeClass() == H5T_FLOAT);
+  CHECK(a.getFloatType().getSize() == 8);
+  CHECK(a.getSpace().getSimpleExtentType() == H5S_SCALAR);
+  double v = NAN;
+  a.read(H5::PredType::NATIVE_DOUBLE, &v);
+  return v;
+}
+
+std::string read_string_attr(const H5::Group& g, const std::string& name) {
+  H5::Attribute a = g.openAttribute(name);
+  INFO("attribute " << name);
+  CHECK(a.getTypeClass() == H5T_STRING);
+  CHECK(a.getSpace().getSimpleExtentType() == H5S_SCALAR);
+  std::string s;
+  a.read(a.getStrType(), s);
+  return s;
+}
+
+RequestRecord request(int64_t id, int32_t instance, double arrival, double first, double finish, int32_t prompt,
+                      int32_t cached, int32_t output, int32_t preemptions) {
+  RequestRecord r;
+  r.id = id;
+  r.instance = instance;
+  r.arrival_s = arrival;
+  r.first_token_s = first;
+  r.finish_s = finish;
+  r.prompt_tokens = prompt;
+  r.cached_tokens = cached;
+  r.output_tokens = output;
+  r.preemptions = preemptions;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("results file columns and attributes read back with their values and types", "[metrics][results_file]") {
+  ScratchDir scratch("roundtrip");
+  const std::string path = scratch.file("run.h5");
+  const std::vector<double> d = {0.0, -1.5, 3.141592653589793, 1e-300, 1e300, NAN, INFINITY};
+  const std::vector<int64_t> i64 = {0, -1, INT64_MAX, INT64_MIN, 1LL << 40};
+  const std::vector<int32_t> i32 = {7, -7, INT32_MAX, INT32_MIN};
+  std::vector<double> big(100000);  // longer than one 65536-row chunk
+  Rng rng(3);
+  for (double& x : big) x = rng.normal();
+  {
+    ResultsFile f(path);
+    f.add_column("table", "d", d);
+    f.add_column("table", "i64", i64);
+    f.add_column("table", "i32", i32);
+    f.add_column("table", "empty", std::vector<double>{});
+    f.add_column("other", "big", big);
+    f.set_attr("table", "scale", 2.5);
+    f.set_attr("table", "label", std::string("hello, results"));
+    f.set_attr("table", "replaced", 1.0);
+    f.set_attr("table", "replaced", -4.0);  // a second set replaces the first
+    f.set_attr("attrs_only", "x", 0.125);
+    CHECK(fs::exists(path + ".tmp"));  // written to PATH.tmp until commit
+    CHECK_FALSE(fs::exists(path));
+    f.commit();
+    CHECK(fs::exists(path));
+    CHECK_FALSE(fs::exists(path + ".tmp"));
+  }
+  CHECK(fs::exists(path));  // the destructor of a committed file keeps it
+  CHECK_FALSE(fs::exists(path + ".tmp"));
+
+  H5::H5File file(path, H5F_ACC_RDONLY);
+  CHECK(members(file.openGroup("/")) == std::set<std::string>{"table", "other", "attrs_only"});
+  H5::Group t = file.openGroup("table");
+  CHECK(members(t) == std::set<std::string>{"d", "i64", "i32", "empty"});
+  const std::vector<double> d_back = read_doubles(t, "d");
+  REQUIRE(d_back.size() == d.size());
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (std::isnan(d[i]))
+      CHECK(std::isnan(d_back[i]));
+    else
+      CHECK(d_back[i] == d[i]);
+  }
+  CHECK(read_int64s(t, "i64") == i64);
+  CHECK(read_int32s(t, "i32") == i32);
+  CHECK(read_doubles(t, "empty").empty());
+  CHECK(read_doubles(file.openGroup("other"), "big") == big);
+
+  CHECK(attr_names(t) == std::set<std::string>{"scale", "label", "replaced"});
+  CHECK(read_double_attr(t, "scale") == 2.5);
+  CHECK(read_string_attr(t, "label") == "hello, results");
+  CHECK(read_double_attr(t, "replaced") == -4.0);
+  H5::Group a = file.openGroup("attrs_only");
+  CHECK(members(a).empty());
+  CHECK(read_double_attr(a, "x") == 0.125);
+}
+
+TEST_CASE("a results file destroyed without commit leaves no file", "[metrics][results_file]") {
+  ScratchDir scratch("uncommitted");
+  const std::string path = scratch.file("run.h5");
+  {
+    ResultsFile f(path);
+    f.add_column("requests", "id", std::vector<int64_t>{1, 2, 3});
+    f.set_attr("summary", "x", 1.0);
+    CHECK(fs::exists(path + ".tmp"));
+    CHECK_FALSE(fs::exists(path));
+  }
+  CHECK_FALSE(fs::exists(path));
+  CHECK_FALSE(fs::exists(path + ".tmp"));
+  CHECK(fs::is_empty(scratch.file("")));
+}
+
+TEST_CASE("an uncommitted results file leaves an older file at its path untouched", "[metrics][results_file]") {
+  ScratchDir scratch("keep_old");
+  const std::string path = scratch.file("run.h5");
+  {
+    ResultsFile f(path);
+    f.add_column("g", "old", std::vector<double>{1.0, 2.0});
+    f.commit();
+  }
+  {
+    ResultsFile f(path);
+    f.add_column("g", "new", std::vector<double>{3.0});
+  }  // not committed
+  CHECK_FALSE(fs::exists(path + ".tmp"));
+  H5::H5File file(path, H5F_ACC_RDONLY);
+  H5::Group g = file.openGroup("g");
+  CHECK(members(g) == std::set<std::string>{"old"});
+  CHECK(read_doubles(g, "old") == std::vector<double>{1.0, 2.0});
+}
+
+TEST_CASE("committing over an existing results file replaces it", "[metrics][results_file]") {
+  ScratchDir scratch("replace");
+  const std::string path = scratch.file("run.h5");
+  {
+    ResultsFile f(path);
+    f.add_column("first", "a", std::vector<double>{1.0, 2.0, 3.0});
+    f.set_attr("first", "tag", std::string("one"));
+    f.commit();
+  }
+  {
+    ResultsFile f(path);
+    f.add_column("second", "b", std::vector<int32_t>{9, 8});
+    f.set_attr("second", "tag", std::string("two"));
+    f.commit();
+  }
+  CHECK_FALSE(fs::exists(path + ".tmp"));
+  H5::H5File file(path, H5F_ACC_RDONLY);
+  CHECK(members(file.openGroup("/")) == std::set<std::string>{"second"});  // nothing left of the first
+  H5::Group g = file.openGroup("second");
+  CHECK(read_int32s(g, "b") == std::vector<int32_t>{9, 8});
+  CHECK(read_string_attr(g, "tag") == "two");
+}
+
+TEST_CASE("a results file that cannot be created is a ConfigError", "[metrics][results_file]") {
+  ScratchDir scratch("bad_path");
+  CHECK_THROWS_AS(ResultsFile(scratch.file("no_such_dir/run.h5")), ConfigError);
+}
+
+TEST_CASE("write_requests writes the documented request columns", "[metrics][results_file]") {
+  ScratchDir scratch("requests");
+  const std::string path = scratch.file("run.h5");
+  // Given out of id order; the last one has a single output token (TPOT NaN).
+  const std::vector<RequestRecord> recs = {
+      request(7, 1, 0.5, 0.75, 2.75, 100, 32, 9, 0),
+      request(2, 0, 0.0, 0.25, 1.25, 40, 0, 5, 2),
+      request(5, 3, 1.0, 1.5, 1.5, 12, 8, 1, 1),
+  };
+  {
+    ResultsFile f(path);
+    f.write_requests(recs);
+    f.commit();
+  }
+  H5::H5File file(path, H5F_ACC_RDONLY);
+  H5::Group g = file.openGroup("requests");
+  CHECK(members(g) == std::set<std::string>{"id", "instance", "arrival_s", "first_token_s", "finish_s", "ttft_s",
+                                            "tpot_s", "e2e_s", "prompt_tokens", "cached_tokens", "output_tokens",
+                                            "preemptions"});
+  const auto id = read_int64s(g, "id");
+  const auto instance = read_int32s(g, "instance");
+  const auto arrival = read_doubles(g, "arrival_s");
+  const auto first = read_doubles(g, "first_token_s");
+  const auto finish = read_doubles(g, "finish_s");
+  const auto ttft = read_doubles(g, "ttft_s");
+  const auto tpot = read_doubles(g, "tpot_s");
+  const auto e2e = read_doubles(g, "e2e_s");
+  const auto prompt = read_int32s(g, "prompt_tokens");
+  const auto cached = read_int32s(g, "cached_tokens");
+  const auto output = read_int32s(g, "output_tokens");
+  const auto preemptions = read_int32s(g, "preemptions");
+  for (size_t n : {id.size(), instance.size(), arrival.size(), first.size(), finish.size(), ttft.size(), tpot.size(),
+                   e2e.size(), prompt.size(), cached.size(), output.size(), preemptions.size()})
+    CHECK(n == recs.size());
+  REQUIRE(id.size() == recs.size());
+  CHECK(std::set<int64_t>(id.begin(), id.end()) == std::set<int64_t>{2, 5, 7});
+  // Each row holds the values of the record with its id.
+  std::map<int64_t, RequestRecord> by_id;
+  for (const RequestRecord& r : recs) by_id[r.id] = r;
+  for (size_t i = 0; i < id.size(); ++i) {
+    const RequestRecord& r = by_id.at(id[i]);
+    INFO("request " << r.id);
+    CHECK(instance[i] == r.instance);
+    CHECK(arrival[i] == r.arrival_s);
+    CHECK(first[i] == r.first_token_s);
+    CHECK(finish[i] == r.finish_s);
+    CHECK(ttft[i] == r.first_token_s - r.arrival_s);
+    CHECK(e2e[i] == r.finish_s - r.arrival_s);
+    if (r.output_tokens > 1)
+      CHECK(tpot[i] == (r.finish_s - r.first_token_s) / (r.output_tokens - 1));
+    else
+      CHECK(std::isnan(tpot[i]));
+    CHECK(prompt[i] == r.prompt_tokens);
+    CHECK(cached[i] == r.cached_tokens);
+    CHECK(output[i] == r.output_tokens);
+    CHECK(preemptions[i] == r.preemptions);
+  }
+  // Known values: request 2's TTFT 0.25 s, TPOT (1.25 - 0.25) / 4 = 0.25 s; request 7's E2E 2.25 s.
+  for (size_t i = 0; i < id.size(); ++i) {
+    if (id[i] == 2) {
+      CHECK(ttft[i] == 0.25);
+      CHECK(tpot[i] == 0.25);
+    }
+    if (id[i] == 7) CHECK(e2e[i] == 2.25);
+  }
+}
+
+TEST_CASE("write_requests of no requests writes empty columns", "[metrics][results_file]") {
+  ScratchDir scratch("no_requests");
+  const std::string path = scratch.file("run.h5");
+  {
+    ResultsFile f(path);
+    f.write_requests({});
+    f.write_steps({});
+    f.commit();
+  }
+  H5::H5File file(path, H5F_ACC_RDONLY);
+  H5::Group r = file.openGroup("requests");
+  CHECK(members(r).size() == 12);
+  for (const std::string& name : members(r)) CHECK(length(r.openDataSet(name)) == 0);
+  H5::Group s = file.openGroup("steps");
+  CHECK(members(s).size() == 10);
+  for (const std::string& name : members(s)) CHECK(length(s.openDataSet(name)) == 0);
+}
+
+TEST_CASE("write_steps writes the documented step columns", "[metrics][results_file]") {
+  ScratchDir scratch("steps");
+  const std::string path = scratch.file("run.h5");
+  std::vector<StepRecord> steps;
+  for (int i = 0; i < 5; ++i) {
+    StepRecord s;
+    s.instance = i % 2;
+    s.start_s = 0.5 * i;
+    s.duration_s = 0.01 * (i + 1);
+    s.num_seqs = 3 + i;
+    s.prefill_tokens = 100 * i;
+    s.decode_tokens = 2 + i;
+    s.kv_blocks_used = 10 + i;
+    s.num_preempted = i == 3 ? 1 : 0;
+    s.num_waiting = 4 - i;
+    s.num_running = 3 + i;
+    steps.push_back(s);
+  }
+  {
+    ResultsFile f(path);
+    f.write_steps(steps);
+    f.commit();
+  }
+  H5::H5File file(path, H5F_ACC_RDONLY);
+  H5::Group g = file.openGroup("steps");
+  CHECK(members(g) == std::set<std::string>{"instance", "start_s", "duration_s", "num_seqs", "prefill_tokens",
+                                            "decode_tokens", "kv_blocks_used", "num_preempted", "num_waiting",
+                                            "num_running"});
+  // Steps keep their order.
+  const auto instance = read_int32s(g, "instance");
+  const auto start = read_doubles(g, "start_s");
+  const auto duration = read_doubles(g, "duration_s");
+  const auto num_seqs = read_int32s(g, "num_seqs");
+  const auto prefill = read_int32s(g, "prefill_tokens");
+  const auto decode = read_int32s(g, "decode_tokens");
+  const auto kv = read_int32s(g, "kv_blocks_used");
+  const auto preempted = read_int32s(g, "num_preempted");
+  const auto waiting = read_int32s(g, "num_waiting");
+  const auto running = read_int32s(g, "num_running");
+  REQUIRE(instance.size() == steps.size());
+  for (size_t n : {start.size(), duration.size(), num_seqs.size(), prefill.size(), decode.size(), kv.size(),
+                   preempted.size(), waiting.size(), running.size()})
+    CHECK(n == steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    INFO("step " << i);
+    CHECK(instance[i] == steps[i].instance);
+    CHECK(start[i] == steps[i].start_s);
+    CHECK(duration[i] == steps[i].duration_s);
+    CHECK(num_seqs[i] == steps[i].num_seqs);
+    CHECK(prefill[i] == steps[i].prefill_tokens);
+    CHECK(decode[i] == steps[i].decode_tokens);
+    CHECK(kv[i] == steps[i].kv_blocks_used);
+    CHECK(preempted[i] == steps[i].num_preempted);
+    CHECK(waiting[i] == steps[i].num_waiting);
+    CHECK(running[i] == steps[i].num_running);
+  }
+}
+
+TEST_CASE("write_summary and write_config write attributes", "[metrics][results_file]") {
+  ScratchDir scratch("summary_config");
+  const std::string path = scratch.file("run.h5");
+  Summary summary;
+  summary.set("num_requests", 12);
+  summary.set("ttft_p50_s", 0.0375);
+  summary.set("tpot_mean_s", NAN);
+  summary.set("duration_s", 4.5);
+  const std::vector<std::pair<std::string, std::string>> config = {
+      {"model.config", "micro.json"}, {"scheduler.max_num_seqs", "8"}, {"router.kind", "prefix_precise"}};
+  {
+    ResultsFile f(path);
+    f.write_summary(summary);
+    f.write_config(config);
+    f.commit();
+  }
+  H5::H5File file(path, H5F_ACC_RDONLY);
+  CHECK(members(file.openGroup("/")) == std::set<std::string>{"summary", "config"});
+  H5::Group s = file.openGroup("summary");
+  CHECK(members(s).empty());  // scalars only
+  CHECK(attr_names(s) == std::set<std::string>{"num_requests", "ttft_p50_s", "tpot_mean_s", "duration_s"});
+  CHECK(read_double_attr(s, "num_requests") == 12.0);
+  CHECK(read_double_attr(s, "ttft_p50_s") == 0.0375);
+  CHECK(std::isnan(read_double_attr(s, "tpot_mean_s")));
+  CHECK(read_double_attr(s, "duration_s") == 4.5);
+  H5::Group c = file.openGroup("config");
+  CHECK(members(c).empty());
+  CHECK(attr_names(c) == std::set<std::string>{"model.config", "scheduler.max_num_seqs", "router.kind"});
+  for (const auto& [key, value] : config) CHECK(read_string_attr(c, key) == value);
+}
+
+TEST_CASE("write_summary and write_config create their groups even when empty", "[metrics][results_file]") {
+  ScratchDir scratch("empty_groups");
+  const std::string path = scratch.file("run.h5");
+  {
+    ResultsFile f(path);
+    f.write_summary(Summary{});
+    f.write_config({});
+    f.commit();
+  }
+  H5::H5File file(path, H5F_ACC_RDONLY);
+  CHECK(members(file.openGroup("/")) == std::set<std::string>{"summary", "config"});
+  CHECK(file.openGroup("summary").getNumAttrs() == 0);
+  CHECK(file.openGroup("config").getNumAttrs() == 0);
+}
+
+TEST_CASE("write_tokens writes ragged token ids by request", "[metrics][results_file]") {
+  ScratchDir scratch("tokens");
+  const std::string path = scratch.file("run.h5");
+  {
+    ResultsFile f(path);
+    f.write_tokens({30, 10, 20}, {{7, 8, 9}, {1}, {}});
+    f.commit();
+  }
+  H5::H5File file(path, H5F_ACC_RDONLY);
+  H5::Group g = file.openGroup("tokens");
+  CHECK(members(g) == std::set<std::string>{"request_id", "offsets", "ids"});
+  const auto req = read_int64s(g, "request_id");
+  const auto offsets = read_int64s(g, "offsets");
+  const auto ids = read_int32s(g, "ids");
+  REQUIRE(req.size() == 3);
+  REQUIRE(offsets.size() == req.size() + 1);
+  CHECK(offsets.front() == 0);
+  CHECK(offsets.back() == static_cast<int64_t>(ids.size()));
+  CHECK(ids.size() == 4);
+  // Request k's tokens are ids[offsets[k], offsets[k+1]).
+  const std::map<int64_t, std::vector<int32_t>> want = {{30, {7, 8, 9}}, {10, {1}}, {20, {}}};
+  for (size_t k = 0; k < req.size(); ++k) {
+    INFO("request " << req[k]);
+    REQUIRE(offsets[k] <= offsets[k + 1]);
+    const std::vector<int32_t> got(ids.begin() + offsets[k], ids.begin() + offsets[k + 1]);
+    CHECK(got == want.at(req[k]));
+  }
+  CHECK(std::set<int64_t>(req.begin(), req.end()) == std::set<int64_t>{10, 20, 30});
+}
