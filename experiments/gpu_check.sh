@@ -28,7 +28,7 @@ nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=c
 cat "$LOG_DIR/device.txt"
 
 stage "GPU tests -> $LOG_DIR/gpu_tests.log"
-timeout 150 build-gpu/tests/kernels/gpu_test_kernels --durations yes > "$LOG_DIR/gpu_tests.log" 2>&1
+timeout 150 build-gpu/tests/gpu_test_kernels --durations yes > "$LOG_DIR/gpu_tests.log" 2>&1
 rc=$?
 tail -4 "$LOG_DIR/gpu_tests.log"
 if [ $rc -eq 77 ]; then

@@ -11,6 +11,7 @@
 #include "engine/cuda/cuda_executor.h"
 #include "engine/cuda/cuda_executor_impl.h"
 #include "engine/kv_cache_manager.h"
+#include "engine/sampler.h"
 #include "engine/common/rng.h"
 #include "kernels/gpu_test_util.h"
 
@@ -159,4 +160,80 @@ TEST_CASE("CUDA executor samples with the shared seeded sampler", "[gpu][executo
 TEST_CASE("CUDA executor rejects head dims the kernels do not support", "[gpu][executor]") {
   const ModelConfig cfg = tiny_model(32, 8, 2, "llama", false);
   CHECK_THROWS_AS(make_cuda_executor(cfg, make_dummy_weights(cfg, 1), 8, 16, 64), std::invalid_argument);
+}
+
+TEST_CASE("CUDA executor verifies proposed tokens like the CPU executor", "[gpu][executor][spec]") {
+  // A decode that verifies 3 proposed tokens is a 4-row item through the paged
+  // prefill kernel: its logits must match the CPU's, and the tokens it returns
+  // must be what draft verification gives on its own per-row argmax.
+  const ModelConfig cfg = tiny_model(64, 4, 2, "llama", false);
+  const LlamaWeights w = make_dummy_weights(cfg, 11);
+  const int num_blocks = 16, bs = 16;
+  CpuExecutor cpu(cfg, w, num_blocks, bs, 256);
+  CudaExecutor gpu(cfg, w, num_blocks, bs, 256);
+  KvCacheManager kv(num_blocks, bs, false);
+  Rng rng(12);
+  Sequence seq(make_request(0, rng, 30, cfg.vocab_size));
+  REQUIRE(kv.allocate(seq, 30));
+  Batch prefill;
+  prefill.add(&seq, 0, 30);
+  const StepResult first = cpu.execute(prefill);
+  gpu.execute(prefill);
+  seq.num_computed_tokens = 30;
+  seq.append_token(first.tokens_of(0)[0]);
+  const int32_t drafts[] = {5, 6, 7};
+  seq.set_draft_tokens(drafts, 3);
+  REQUIRE(kv.allocate(seq, 1, 3));
+  Batch verify;
+  verify.add(&seq, 30, 4, 3);
+  const StepResult rc = cpu.execute(verify), rg = gpu.execute(verify);
+  const std::vector<float>& lc = cpu.last_logits();
+  const std::vector<float> lg = gpu.last_logits();
+  REQUIRE(lc.size() == static_cast<size_t>(4 * cfg.vocab_size));
+  REQUIRE(lg.size() == lc.size());
+  CHECK_VALID(validate("verify logits", lg, lc, Tolerance{3e-2, 0.1, 0.1}, {4, cfg.vocab_size}));
+  int32_t target[4], expected[4];
+  for (int j = 0; j < 4; ++j)
+    target[j] = static_cast<int32_t>(std::max_element(lg.begin() + j * cfg.vocab_size, lg.begin() + (j + 1) * cfg.vocab_size) -
+                                     (lg.begin() + j * cfg.vocab_size));
+  const int n = verify_drafts(verify.items[0], target, expected);
+  REQUIRE(rg.num_tokens(0) == n);
+  for (int i = 0; i < n; ++i) CHECK(rg.tokens_of(0)[i] == expected[i]);
+  CHECK(rc.num_tokens(0) >= 1);
+}
+
+TEST_CASE("CUDA executor KV blocks read back bit for bit after a copy", "[gpu][executor][handoff]") {
+  const ModelConfig cfg = tiny_model(128, 8, 2, "llama", false);
+  const LlamaWeights w = make_dummy_weights(cfg, 13);
+  CudaExecutor gpu(cfg, w, 16, 16, 256);
+  KvCacheManager kv(16, 16, false);
+  Rng rng(14);
+  Sequence seq(make_request(0, rng, 40, cfg.vocab_size));
+  REQUIRE(kv.allocate(seq, 40));
+  Batch b;
+  b.add(&seq, 0, 40);
+  gpu.execute(b);
+  const std::vector<int32_t> blocks = seq.block_table;  // 3 blocks
+  const KvBlockData data = gpu.read_kv_blocks(blocks);
+  REQUIRE(data.num_blocks == 3);
+  REQUIRE(data.bytes.size() == 3u * cfg.num_layers * 2 * 16 * cfg.num_kv_heads * cfg.head_dim * 2);
+  bool nonzero = false;
+  for (uint8_t x : data.bytes) nonzero |= x != 0;
+  CHECK(nonzero);
+  const std::vector<int32_t> copies = {10, 11, 12};
+  gpu.write_kv_blocks(copies, data);
+  CHECK(gpu.read_kv_blocks(copies).bytes == data.bytes);
+  // The copy decodes like the original: the same next-token logits through either table.
+  seq.num_computed_tokens = 40;
+  seq.append_token(3);
+  Batch decode;
+  decode.add(&seq, 40, 1);
+  gpu.execute(decode);
+  const std::vector<float> original = gpu.last_logits();
+  std::vector<int32_t> table = seq.block_table;
+  seq.block_table = copies;
+  gpu.execute(decode);
+  CHECK(gpu.last_logits() == original);
+  seq.block_table = table;
+  CHECK_THROWS_AS(gpu.write_kv_blocks({1}, data), std::logic_error);
 }
