@@ -95,32 +95,8 @@ StepResult CpuExecutor::execute(const Batch& batch) {
   linear(last.data(), S, w_.output_embedding(), logits_.data());
   const int V = cfg_.vocab_size;
   StepResult result;
-  result.reserve(batch.items.size());
-  if (batch.want_probs) {
-    result.vocab_size = V;
-    result.probs.resize(static_cast<size_t>(S) * V);
-    result.prob_offsets = flat.logit_indptr;
-  }
-  std::vector<int32_t> target, out;
-  for (int s = 0; s < batch.num_seqs(); ++s) {
-    const ScheduledSeq& item = batch.items[s];
-    const int first = flat.logit_indptr[s], rows = flat.logit_indptr[s + 1] - first;
-    if (rows == 0) {
-      result.add_none();
-      continue;
-    }
-    // The target's own token at each verified position; drafts are accepted while they match.
-    const SamplingParams& sp = item.seq->request().sampling;
-    const int known = item.num_computed + item.num_new - item.num_draft;
-    target.resize(rows);
-    out.resize(rows);
-    for (int j = 0; j < rows; ++j) {
-      const float* row = &logits_[static_cast<size_t>(first + j) * V];
-      target[j] = sample_token(row, V, sp, item.seq->id(), known + j);
-      if (batch.want_probs) token_distribution(row, V, sp, &result.probs[static_cast<size_t>(first + j) * V]);
-    }
-    result.add_item(out.data(), verify_drafts(item, target.data(), out.data()));
-  }
+  sample_verified(batch, flat.logit_indptr, V, [&](int row) { return &logits_[static_cast<size_t>(row) * V]; },
+                  nullptr, result);
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
 }

@@ -87,4 +87,39 @@ int verify_drafts(const ScheduledSeq& item, const int32_t* target, int32_t* out)
   return n + 1;
 }
 
+void sample_verified(const Batch& batch, const std::vector<int32_t>& logit_indptr, int vocab_size,
+                     const std::function<const float*(int row)>& logits,
+                     const std::function<int32_t(int row)>& argmax, StepResult& result) {
+  result.reserve(batch.items.size());
+  if (batch.want_probs) {
+    result.vocab_size = vocab_size;
+    result.probs.resize(static_cast<size_t>(logit_indptr.back()) * vocab_size);
+    result.prob_offsets = logit_indptr;
+  }
+  std::vector<int32_t> target, out;
+  for (int s = 0; s < batch.num_seqs(); ++s) {
+    const ScheduledSeq& item = batch.items[s];
+    const int first = logit_indptr[s], rows = logit_indptr[s + 1] - first;
+    if (rows == 0) {
+      result.add_none();
+      continue;
+    }
+    const SamplingParams& sp = item.seq->request().sampling;
+    const int known = item.num_computed + item.num_new - item.num_draft;  // index of the first token sampled
+    target.resize(rows);
+    out.resize(rows);
+    for (int j = 0; j < rows; ++j) {
+      const int row = first + j;
+      if (argmax && sp.temperature <= 0.0f && !batch.want_probs) {
+        target[j] = argmax(row);
+        continue;
+      }
+      const float* l = logits(row);
+      target[j] = sample_token(l, vocab_size, sp, item.seq->id(), known + j);
+      if (batch.want_probs) token_distribution(l, vocab_size, sp, &result.probs[static_cast<size_t>(row) * vocab_size]);
+    }
+    result.add_item(out.data(), verify_drafts(item, target.data(), out.data()));
+  }
+}
+
 }  // namespace testbed

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "engine/batch.h"
 #include "engine/request.h"
@@ -31,5 +33,16 @@ void token_distribution(const float* logits, int vocab_size, const SamplingParam
 // the target's token at the first mismatch (or after the last draft). Writes
 // them to `out` and returns how many.
 int verify_drafts(const ScheduledSeq& item, const int32_t* target, int32_t* out);
+
+// What every executor does after its forward pass: for each sampling item of
+// `batch`, the target's token at each of its verified positions, then
+// verify_drafts, appended to `result` (and, with batch.want_probs, each
+// position's distribution). Item i's verified rows are
+// logit_indptr[i] .. logit_indptr[i + 1] (FlatBatch::logit_indptr);
+// `logits(row)` gives a row's logits; `argmax(row)`, when set, gives a
+// greedy row's token without reading its logits (a device-side argmax).
+void sample_verified(const Batch& batch, const std::vector<int32_t>& logit_indptr, int vocab_size,
+                     const std::function<const float*(int row)>& logits,
+                     const std::function<int32_t(int row)>& argmax, StepResult& result);
 
 }  // namespace testbed

@@ -187,7 +187,6 @@ StepResult CudaExecutor::execute(const Batch& batch) {
   const int H = cfg_.hidden_size, Q = cfg_.q_size(), KV = cfg_.kv_size(), V = cfg_.vocab_size;
   last_num_sampled_ = 0;
   StepResult result;
-  result.reserve(batch.items.size());
   if (T == 0) {
     for (int s = 0; s < batch.num_seqs(); ++s) result.add_none();
     result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -233,39 +232,20 @@ StepResult CudaExecutor::execute(const Batch& batch) {
     cuda_check(cudaStreamSynchronize(stream_), "step");
     last_num_sampled_ = S;
   }
-  if (batch.want_probs) {
-    result.vocab_size = V;
-    result.probs.resize(static_cast<size_t>(S) * V);
-    result.prob_offsets = in.flat.logit_indptr;
-  }
+  // Greedy rows take the device's argmax; sampled rows (and rows whose
+  // distribution is asked for) are downloaded and drawn on the host with the
+  // shared sampler: the same seeded draw as the CPU executor.
   std::vector<float> row;
-  std::vector<int32_t> target, out;
-  for (int s = 0; s < batch.num_seqs(); ++s) {
-    const ScheduledSeq& item = batch.items[s];
-    const int first = in.flat.logit_indptr[s], rows = in.flat.logit_indptr[s + 1] - first;
-    if (rows == 0) {
-      result.add_none();
-      continue;
-    }
-    // The target's own token at each verified position, as CpuExecutor draws it.
-    const SamplingParams& sp = item.seq->request().sampling;
-    const int known = item.num_computed + item.num_new - item.num_draft;
-    target.resize(rows);
-    out.resize(rows);
-    for (int j = 0; j < rows; ++j) {
-      const bool need_row = sp.temperature > 0.0f || batch.want_probs;
-      if (need_row) {
-        // Top-k / top-p on the host with the shared sampler: the same seeded draw as the CPU executor.
+  sample_verified(
+      batch, in.flat.logit_indptr, V,
+      [&](int r) {
         row.resize(V);
-        cuda_check(cudaMemcpy(row.data(), logits_.as<float>() + static_cast<size_t>(first + j) * V, sizeof(float) * V,
+        cuda_check(cudaMemcpy(row.data(), logits_.as<float>() + static_cast<size_t>(r) * V, sizeof(float) * V,
                               cudaMemcpyDeviceToHost),
                    "download logits");
-        if (batch.want_probs) token_distribution(row.data(), V, sp, &result.probs[static_cast<size_t>(first + j) * V]);
-      }
-      target[j] = sp.temperature > 0.0f ? sample_token(row.data(), V, sp, item.seq->id(), known + j) : greedy[first + j];
-    }
-    result.add_item(out.data(), verify_drafts(item, target.data(), out.data()));
-  }
+        return row.data();
+      },
+      [&](int r) { return greedy[r]; }, result);
   cuda_check(cudaStreamSynchronize(stream_), "step");
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
