@@ -5,9 +5,12 @@
 namespace testbed {
 
 void shape_of(const Batch& batch, StepShape& out) {
-  out.clear();
-  for (const ScheduledSeq& item : batch.items)
-    out.push_back(SeqShape{item.num_computed, item.num_new, item.samples(), item.is_decode(), item.num_draft});
+  out.resize(batch.items.size());
+  SeqShape* shapes = out.data();
+  for (size_t i = 0; i < batch.items.size(); ++i) {
+    const ScheduledSeq& item = batch.items[i];
+    shapes[i] = SeqShape{item.num_computed, item.num_new, item.samples(), item.is_decode(), item.num_draft};
+  }
 }
 
 StepShape step_shape_of(const Batch& batch) {

@@ -31,6 +31,9 @@ class Executor {
   // table) and, for each item that samples, returns the tokens it appends
   // (batch.h: accepted drafts, then one sampled token).
   virtual StepResult execute(const Batch& batch) = 0;
+  // The same into `out`, which an executor may fill reusing its buffers (the
+  // simulator calls this one, step after step).
+  virtual void execute(const Batch& batch, StepResult& out) { out = execute(batch); }
   virtual std::string name() const = 0;
   // What a KV transfer between two engines copies (prefill/decode hand-off).
   virtual KvBlockData read_kv_blocks(const std::vector<int32_t>& blocks) const {

@@ -134,7 +134,7 @@ void Fleet::start_step(int i, double now) {
     return;
   }
   inst.busy = true;
-  inst.result = engine.executor().execute(inst.plan.batch);
+  engine.executor().execute(inst.plan.batch, inst.result);
   loop_.at(now + inst.result.duration_s, kRankStepEnd, [this, i](double end) { end_step(i, end); });
 }
 

@@ -10,7 +10,7 @@ StepResult ReplayExecutor::execute(const Batch& batch) {
   if (next_ >= durations_.size())
     throw std::out_of_range("ReplayExecutor: step " + std::to_string(next_) + " was not recorded");
   StepResult r;
-  add_synthetic_tokens(batch, vocab_size_, r);
+  synthetic_tokens(batch, vocab_size_, r);
   r.duration_s = durations_[next_++];
   return r;
 }

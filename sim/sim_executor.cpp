@@ -19,7 +19,13 @@ int32_t next_synthetic_token(const Sequence& seq, int vocab_size) {
   return static_cast<int32_t>((static_cast<unsigned __int128>(x) * static_cast<uint64_t>(vocab_size)) >> 64);
 }
 
-void add_synthetic_tokens(const Batch& batch, int vocab_size, StepResult& result) {
+void synthetic_tokens(const Batch& batch, int vocab_size, StepResult& result) {
+  result.token_offsets.assign(1, 0);
+  result.tokens.clear();
+  result.prob_offsets.clear();
+  result.probs.clear();
+  result.draft_offsets.clear();
+  result.drafts.clear();
   result.reserve(batch.items.size());
   for (const ScheduledSeq& item : batch.items) {
     if (item.samples())
@@ -31,10 +37,14 @@ void add_synthetic_tokens(const Batch& batch, int vocab_size, StepResult& result
 
 StepResult SimExecutor::execute(const Batch& batch) {
   StepResult r;
-  add_synthetic_tokens(batch, vocab_size_, r);
-  shape_of(batch, shape_);
-  r.duration_s = cost_model_->predict(shape_);
+  execute(batch, r);
   return r;
+}
+
+void SimExecutor::execute(const Batch& batch, StepResult& out) {
+  synthetic_tokens(batch, vocab_size_, out);
+  shape_of(batch, shape_);
+  out.duration_s = cost_model_->predict(shape_);
 }
 
 TESTBED_REGISTER(ExecutorRegistry, "sim", [](const ExecutorSetup& s) {

@@ -18,6 +18,7 @@ class SimExecutor : public Executor {
       : cost_model_(std::move(cost_model)), vocab_size_(vocab_size) {}
   // Proposed tokens are verified as all rejected: acceptance is not modelled here.
   StepResult execute(const Batch& batch) override;
+  void execute(const Batch& batch, StepResult& out) override;
   std::string name() const override { return "sim"; }
 
  private:
@@ -54,7 +55,7 @@ class CostTimedExecutor : public Executor {
 int32_t synthetic_token(const Request& request, int index, int vocab_size);
 // The same for the sequence's next output token (reads only its hot fields).
 int32_t next_synthetic_token(const Sequence& seq, int vocab_size);
-// One synthetic token for every item that samples (none for the others).
-void add_synthetic_tokens(const Batch& batch, int vocab_size, StepResult& result);
+// One synthetic token for every item that samples (none for the others), into a cleared `result`.
+void synthetic_tokens(const Batch& batch, int vocab_size, StepResult& result);
 
 }  // namespace testbed
