@@ -252,7 +252,11 @@ std::string OptionTable::to_ini() const {
 std::string OptionTable::help() const {
   std::ostringstream out;
   for (const Entry& e : entries_) {
-    std::string left = "  --" + e.key + (e.kind == Kind::Required ? " (required)" : " (=" + e.default_text + ")");
+    std::string left = "  --" + e.key;
+    if (e.kind == Kind::Required)
+      left += " (required)";
+    else if (!e.default_text.empty())
+      left += " (" + e.default_text + ")";
     if (left.size() < 44) left.resize(44, ' ');
     out << left << " " << e.help << "\n";
   }
