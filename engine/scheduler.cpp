@@ -77,12 +77,6 @@ int Scheduler::chunk_limit(int remaining, int budget) const {
   return n;
 }
 
-Batch Scheduler::schedule(double now) {
-  Batch batch;
-  schedule(now, batch);
-  return batch;
-}
-
 void Scheduler::schedule(double now, Batch& batch) {
   finished_.clear();
   policy_->order_waiting(waiting_, now);
@@ -237,6 +231,9 @@ void Scheduler::postprocess(const Batch& batch, const StepResult& result, double
   const int32_t* offsets = result.token_offsets.data();
   const int32_t* all_tokens = result.tokens.data();
   const bool any_drafts = !result.draft_offsets.empty();
+  if (any_drafts && result.draft_offsets.size() != num_items + 1)
+    throw std::logic_error("executor: proposals for " + std::to_string(result.draft_offsets.size() - 1) +
+                           " items of a " + std::to_string(num_items) + "-item batch");
   out.seqs.resize(num_items);
   SeqOutcome* outs = out.seqs.data();
   bool any_left = false;

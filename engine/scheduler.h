@@ -1,8 +1,8 @@
 // Scheduler: iteration-level (continuous) batching over a KvCacheManager.
 //
-//   Batch b = scheduler.schedule(now);                  // which sequences, which positions each
-//   StepResult r = executor.execute(b);
-//   scheduler.postprocess(b, r, now_after_step, out);   // accept/roll back, append, commit, finish
+//   scheduler.schedule(now, batch);                         // which sequences, which positions each
+//   StepResult r = executor.execute(batch);
+//   scheduler.postprocess(batch, r, now_after_step, out);   // accept/roll back, append, commit, finish
 //
 // It never reads a clock, includes nothing from the GPU side and reports to
 // no one: what a step did goes into the StepOutcome the Engine hands out.
@@ -60,8 +60,7 @@ class Scheduler {
   // after its first token (StepOutcome::handed_off) instead of decoding here.
   void set_hand_off_after_prefill(bool on) { hand_off_after_prefill_ = on; }
 
-  Batch schedule(double now);
-  // The same into `batch`, reusing its buffers.
+  // Forms this step's batch into `batch` (its buffers are reused).
   void schedule(double now, Batch& batch);
   // Applies what the executor returned for `batch` and writes what the step
   // did into `out`. Throws std::logic_error when the result breaks the
