@@ -9,20 +9,27 @@
 
 using namespace testbed;
 
+namespace {
+
+// A sequence whose prompt token at position p is 100 id + p, holding `blocks`.
+std::unique_ptr<Sequence> make_seq(int64_t id, int prompt_len, std::vector<int32_t> blocks) {
+  Request r;
+  r.id = id;
+  r.prompt.resize(prompt_len);
+  std::iota(r.prompt.begin(), r.prompt.end(), static_cast<int32_t>(100 * id));
+  auto s = std::make_unique<Sequence>(std::move(r));
+  s->block_table = std::move(blocks);
+  return s;
+}
+
+}  // namespace
+
 TEST_CASE("step inputs pack every index array into one upload", "[cuda_step]") {
-  Request r0;
-  r0.id = 0;
-  r0.prompt.resize(10);
-  std::iota(r0.prompt.begin(), r0.prompt.end(), 0);
-  Sequence decode(r0);
-  decode.block_table = {7, 2, 9};
-  decode.append_token(555);
-  Request r2;
-  r2.id = 2;
-  r2.prompt.resize(12);
-  std::iota(r2.prompt.begin(), r2.prompt.end(), 200);
-  Sequence rest(r2);
-  rest.block_table = {8, 6, 10};
+  auto decode_seq = make_seq(0, 10, {7, 2, 9});
+  decode_seq->append_token(555);
+  auto rest_seq = make_seq(2, 12, {8, 6, 10});
+  Sequence& decode = *decode_seq;
+  Sequence& rest = *rest_seq;
   Batch b;
   b.add(&decode, 10, 1);
   b.add(&rest, 5, 7);
