@@ -63,6 +63,47 @@ void ResultsFile::add_column(const std::string& group, const std::string& name, 
   write_dataset(*file_, group + "/" + name, v, H5::PredType::NATIVE_INT32);
 }
 
+void ResultsFile::add_column(const std::string& group, const std::string& name, const std::vector<std::string>& v) {
+  ensure_group(group);
+  size_t width = 1;
+  for (const std::string& x : v) width = std::max(width, x.size());
+  std::string flat(width * v.size(), '\0');
+  for (size_t i = 0; i < v.size(); ++i) flat.replace(i * width, v[i].size(), v[i]);
+  H5::StrType type(H5::PredType::C_S1, width);
+  type.setStrpad(H5T_STR_NULLPAD);
+  hsize_t dims[1] = {v.size()};
+  H5::DataSet ds = file_->createDataSet(group + "/" + name, type, H5::DataSpace(1, dims));
+  if (!v.empty()) ds.write(flat.data(), type);
+}
+
+std::vector<ResultsAttr> read_results_attrs(const std::string& path, const std::string& group) {
+  H5::Exception::dontPrint();
+  std::vector<ResultsAttr> out;
+  try {
+    H5::H5File file(path, H5F_ACC_RDONLY);
+    if (!file.nameExists(group)) throw ConfigError(path + ": no group /" + group);
+    H5::Group g = file.openGroup(group);
+    const int n = g.getNumAttrs();
+    for (int i = 0; i < n; ++i) {
+      H5::Attribute a = g.openAttribute(static_cast<unsigned>(i));
+      ResultsAttr r;
+      r.name = a.getName();
+      if (a.getTypeClass() == H5T_STRING) {
+        r.is_text = true;
+        a.read(a.getStrType(), r.text);
+        r.text = r.text.c_str();  // fixed-length strings may carry padding NULs
+        if (r.text == " ") r.text.clear();  // set_attr stores "" as one space (HDF5 has no empty fixed strings)
+      } else {
+        a.read(H5::PredType::NATIVE_DOUBLE, &r.number);
+      }
+      out.push_back(std::move(r));
+    }
+  } catch (const H5::Exception& e) {
+    throw ConfigError(path + ": cannot read results file (" + e.getDetailMsg() + ")");
+  }
+  return out;
+}
+
 void ResultsFile::set_attr(const std::string& group, const std::string& name, double v) {
   ensure_group(group);
   H5::Group g = file_->openGroup(group);

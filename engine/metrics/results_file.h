@@ -25,6 +25,18 @@ class H5File;
 
 namespace testbed {
 
+// One attribute read back from a results file: a number or a text.
+struct ResultsAttr {
+  std::string name;
+  bool is_text = false;
+  double number = 0.0;
+  std::string text;
+};
+
+// The attributes of `group` in the results file `path`, in the file's order.
+// Throws ConfigError naming the file when it cannot be read or has no such group.
+std::vector<ResultsAttr> read_results_attrs(const std::string& path, const std::string& group);
+
 class ResultsFile {
  public:
   explicit ResultsFile(const std::string& path);
@@ -33,6 +45,8 @@ class ResultsFile {
   void add_column(const std::string& group, const std::string& name, const std::vector<double>& v);
   void add_column(const std::string& group, const std::string& name, const std::vector<int64_t>& v);
   void add_column(const std::string& group, const std::string& name, const std::vector<int32_t>& v);
+  // A column of text (fixed-length HDF5 strings, as long as the longest; h5py reads bytes).
+  void add_column(const std::string& group, const std::string& name, const std::vector<std::string>& v);
   void set_attr(const std::string& group, const std::string& name, double v);
   void set_attr(const std::string& group, const std::string& name, const std::string& v);
 

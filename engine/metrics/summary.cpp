@@ -70,13 +70,14 @@ Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& sl
   Summary s;
   s.set("num_requests", static_cast<double>(rec.num_arrived()));
   s.set("num_finished", static_cast<double>(reqs.size()));
-  std::vector<double> ttft, tpot, e2e;
+  std::vector<double> ttft, tpot, e2e, normalized;
   double prompt = 0, cached = 0, output = 0, preemptions = 0, first = INFINITY, last = -INFINITY;
   int64_t good = 0;
   for (const RequestRecord& r : reqs) {
     ttft.push_back(r.ttft_s());
     tpot.push_back(r.tpot_s());
     e2e.push_back(r.e2e_s());
+    if (r.output_tokens > 0) normalized.push_back(r.e2e_s() / r.output_tokens);
     prompt += r.prompt_tokens;
     cached += r.cached_tokens;
     output += r.output_tokens;
@@ -96,6 +97,7 @@ Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& sl
   add_distribution(s, "ttft", ttft);
   add_distribution(s, "tpot", tpot);
   add_distribution(s, "e2e", e2e);
+  add_distribution(s, "normalized_latency", normalized);  // E2E per output token (Orca's, vLLM's "normalized latency")
   const LogHistogram& itl = rec.itl();
   s.set("itl_mean_s", itl.mean());
   for (int p : {50, 90, 99}) s.set("itl_p" + std::to_string(p) + "_s", itl.quantile(p / 100.0));

@@ -1,7 +1,8 @@
 // Summary metrics of a run, computed from a RunRecorder's records alone.
 // TTFT = first token - arrival (the first token comes at the end of the step that
 // finishes the prompt, so TTFT includes that step); TPOT = (finish - first token)
-// / (output tokens - 1); E2E = TTFT + (N - 1) x TPOT = finish - arrival.
+// / (output tokens - 1); E2E = TTFT + (N - 1) x TPOT = finish - arrival;
+// normalized latency = E2E / output tokens (Orca's and vLLM's evaluation metric).
 #pragma once
 
 #include <string>

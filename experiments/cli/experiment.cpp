@@ -98,9 +98,10 @@ void write_run_files(const std::string& dir, const RunConfig& config, const Opti
   file.set_attr("run", "mode", result.mode);
   file.set_attr("run", "config_path", config.config_path);
   if (extra) extra(file);
-  file.commit();
   write_text_atomically(fs::path(dir) / "config.ini", table.to_ini());
   if (config.output.timeline) write_timeline((fs::path(dir) / "timeline.json").string(), result.recorder->steps());
+  // Last: a results.h5 in DIR means the run completed and wrote everything (sweeps resume on it).
+  file.commit();
 }
 
 void write_timeline(const std::string& path, const std::vector<StepRecord>& steps) {

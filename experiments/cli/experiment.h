@@ -31,6 +31,8 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup);
 
 // Writes DIR/results.h5 (requests, steps, summary, config; `extra` may add more
 // before it is committed), DIR/config.ini and, with output.timeline, DIR/timeline.json.
+// results.h5 appears last (written to a temporary name, renamed), so its presence
+// means the run is complete.
 void write_run_files(const std::string& dir, const RunConfig& config, const OptionTable& table,
                      const ExperimentResult& result, const std::function<void(ResultsFile&)>& extra = nullptr);
 
