@@ -16,42 +16,17 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/model/llama_weights.h"
+#include "support/cli.h"
 #include "support/engine_harness.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Outcome {
-  int status = -1;
-  std::string output;
-};
+using testbed_test::Outcome;
+using testbed_test::run_cli;
 
-Outcome run_cli(std::string args) {
-  // "--timeout-wrapper ARGS": the same under `timeout 30`, for commands that must not hang.
-  std::string prefix;
-  const std::string wrapper = "--timeout-wrapper ";
-  if (args.compare(0, wrapper.size(), wrapper) == 0) {
-    prefix = "timeout 30 ";
-    args = args.substr(wrapper.size());
-  }
-  const std::string cmd = prefix + std::string(TESTBED_BINARY_DIR) + "/testbed " + args + " 2>&1";
-  Outcome o;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) o.output.append(buf, n);
-  const int raw = pclose(p);
-  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return o;
-}
-
-fs::path scratch(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("testbed_cli_" + std::to_string(::getpid())) / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
+fs::path scratch(const std::string& name) { return testbed_test::scratch_dir("testbed_cli", name); }
 
 // A small CPU experiment: the micro model, a shared-prefix workload.
 fs::path write_config(const fs::path& dir, const std::string& extra = "") {

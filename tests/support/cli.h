@@ -1,0 +1,47 @@
+// Running the testbed executable as a user does, for the CLI tests.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace testbed_test {
+
+struct Outcome {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// `testbed ARGS` from the source root; "--timeout-wrapper ARGS" runs it under
+// `timeout 30`, for commands that must not hang.
+inline Outcome run_cli(std::string args) {
+  std::string prefix;
+  const std::string wrapper = "--timeout-wrapper ";
+  if (args.compare(0, wrapper.size(), wrapper) == 0) {
+    prefix = "timeout 30 ";
+    args = args.substr(wrapper.size());
+  }
+  const std::string cmd = prefix + std::string(TESTBED_BINARY_DIR) + "/testbed " + args + " 2>&1";
+  Outcome o;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) o.output.append(buf, n);
+  const int raw = pclose(p);
+  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return o;
+}
+
+// An empty directory of its own under the temporary directory.
+inline std::filesystem::path scratch_dir(const std::string& suite, const std::string& name) {
+  namespace fs = std::filesystem;
+  fs::path p = fs::temp_directory_path() / (suite + "_" + std::to_string(::getpid())) / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+}  // namespace testbed_test
