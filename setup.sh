@@ -3,13 +3,15 @@
 # commands and by CI. Installs what is missing (Debian packages only), builds,
 # then tests or runs the default experiment with its plots.
 #
-#   ./setup.sh test            install, build, run every test (ctest)
+#   ./setup.sh test            install, build, start a single-node Slurm cluster
+#                              (tests/slurm/cluster.sh; root only), run every test (ctest)
 #   ./setup.sh run [CONFIG]    install, build, run CONFIG (default: experiments/quickstart.ini), plot it
 #   ./setup.sh build           install and build only
 #   ./setup.sh deps            install the Debian packages only
 #
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores),
-# CMAKE_ARGS (extra configure flags, e.g. -DTESTBED_CUDA=OFF).
+# CMAKE_ARGS (extra configure flags, e.g. -DTESTBED_CUDA=OFF), TESTBED_REQUIRE_SLURM=1
+# (CI: the Slurm backend's test fails, never skips, when the cluster is missing).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -17,10 +19,12 @@ BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
 PACKAGES="cmake make g++ libeigen3-dev libboost-program-options-dev libhdf5-dev catch2 libbenchmark-dev
           nlohmann-json3-dev python3-matplotlib python3-h5py"
+# For the tests only: a real Slurm for the sweep's slurm backend (tests/slurm/).
+TEST_PACKAGES="slurmctld slurmd slurm-client munge"
 
 install_deps() {
   local missing=()
-  for p in $PACKAGES; do
+  for p in $PACKAGES ${EXTRA_PACKAGES:-}; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -38,11 +42,30 @@ build() {
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
+# A single-node Slurm cluster for the tests, stopped when this script exits.
+# Needs root (slurmd launches the jobs); without it the slurm test skips, or
+# fails under TESTBED_REQUIRE_SLURM=1.
+start_slurm() {
+  if ! tests/slurm/cluster.sh check; then
+    echo "setup: no Slurm cluster for the tests (ctest sweep_slurm skips)" >&2
+    return 0
+  fi
+  SLURM_DIR=$(mktemp -d /tmp/testbed-slurm.XXXXXX)
+  rmdir "$SLURM_DIR"
+  trap 'tests/slurm/cluster.sh stop "$SLURM_DIR" || true; rm -rf "$SLURM_DIR"' EXIT
+  if tests/slurm/cluster.sh start "$SLURM_DIR"; then
+    eval "$(tests/slurm/cluster.sh env "$SLURM_DIR")"
+  else
+    echo "setup: the Slurm cluster did not start (ctest sweep_slurm skips, or fails under TESTBED_REQUIRE_SLURM=1)" >&2
+  fi
+}
+
 case "${1:-}" in
-  deps) install_deps ;;
+  deps) EXTRA_PACKAGES=$TEST_PACKAGES install_deps ;;
   build) build ;;
   test)
-    build
+    EXTRA_PACKAGES=$TEST_PACKAGES build
+    start_slurm
     (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS")
     ;;
   run)
