@@ -17,6 +17,14 @@ engine/metrics/results_file.h):
     r.requests["ttft_s"]                             # numpy array; r.table("steps") == {} if absent
     runs = results.load_all("results/orca/b*/*/rate-*")   # {results.h5 path: Results}
 
+It also reads the merged table of a sweep (`testbed sweep`, README "Sweeps"):
+
+    sw = results.load_sweep("results/orca-load")     # DIR or DIR/sweep.h5
+    sw.points["workload.rate"], sw.points["ttft_p90_s"], sw.points["status"]   # one row per point
+    rows = sw.select(**{"scheduler.policy": "fcfs"})  # the rows where a column has a value
+    sw.search                                        # {} unless the sweep searched
+    sw.point("1a2b3c4d5e6f")                         # that point's own Results
+
 Everything is read eagerly into numpy arrays / Python values and the file is
 closed before load() returns. Attribute values become float (numbers) or str
 (strings; HDF5 fixed-length strings arrive from h5py as bytes).
@@ -92,6 +100,14 @@ def results_path(path):
     return path if os.path.isfile(path) else os.path.join(path, FILE_NAME)
 
 
+def _column(ds):
+    """A dataset as a numpy array; fixed-length strings (text columns) become str."""
+    v = ds[()]
+    if v.dtype.kind == "S":
+        return np.array([x.decode() for x in v], dtype=object)
+    return v
+
+
 def _value(v):
     if isinstance(v, (bytes, np.bytes_)):
         return v.decode()
@@ -122,7 +138,7 @@ def load(path, missing_ok=False):
             if not isinstance(group, h5py.Group):
                 continue
             attrs[name] = {k: _value(v) for k, v in group.attrs.items()}
-            columns = {k: ds[()] for k, ds in group.items() if isinstance(ds, h5py.Dataset)}
+            columns = {k: _column(ds) for k, ds in group.items() if isinstance(ds, h5py.Dataset)}
             if columns:
                 tables[name] = columns
     return Results(path=f5, attrs=attrs, tables=tables)
@@ -143,3 +159,52 @@ def find(pattern):
 def load_all(pattern):
     """{results.h5 path: Results} for every run matching the glob `pattern` (see find)."""
     return {p: load(p) for p in find(pattern)}
+
+
+SWEEP_FILE_NAME = "sweep.h5"
+
+
+@dataclasses.dataclass
+class Sweep:
+    """The merged table of a sweep (sweep.h5), fully in memory."""
+
+    path: str  # the sweep.h5 that was read
+    dir: str  # the sweep's output directory (holding points/)
+    points: dict  # column -> numpy array: id, status, the swept keys, every /summary metric
+    search: dict  # column -> numpy array (searches only): the grid keys, status, the found value, ...
+    attrs: dict  # group name -> {attribute -> float | str}
+
+    def __len__(self):
+        return len(self.points.get("id", []))
+
+    def select(self, ok_only=True, **where):
+        """{column -> array} of the rows whose columns equal the given values (keyword names
+        are column names: pass dotted keys as **{"workload.rate": 2}); only rows with
+        status ok unless ok_only=False. An unknown column raises KeyError naming it."""
+        mask = np.ones(len(self), dtype=bool)
+        if ok_only:
+            mask &= self.points["status"] == "ok"
+        for key, value in where.items():
+            if key not in self.points:
+                raise KeyError(f"{self.path}: no column {key!r} (columns: {', '.join(self.points)})")
+            mask &= self.points[key] == value
+        return {k: v[mask] for k, v in self.points.items()}
+
+    def values(self, key):
+        """The distinct values of a column, sorted."""
+        return sorted(set(self.points[key].tolist()))
+
+    def point(self, point_id):
+        """The Results of one point (DIR/points/<id>/results.h5)."""
+        return load(os.path.join(self.dir, "points", point_id))
+
+
+def load_sweep(path):
+    """Reads a sweep's merged table, given as DIR or DIR/sweep.h5; a missing file raises
+    FileNotFoundError naming it."""
+    f5 = path if os.path.isfile(path) else os.path.join(path, SWEEP_FILE_NAME)
+    if not os.path.isfile(f5):
+        raise FileNotFoundError(f"{f5}: no sweep table (run `testbed sweep` first)")
+    r = load(f5)
+    return Sweep(path=f5, dir=os.path.dirname(os.path.abspath(f5)), points=r.table("points"),
+                 search=r.table("search"), attrs=r.attrs)
