@@ -45,7 +45,15 @@ ResultsFile::~ResultsFile() {
 }
 
 void ResultsFile::ensure_group(const std::string& group) {
-  if (!file_->nameExists(group)) file_->createGroup(group);
+  if (file_->nameExists(group)) return;
+  // Columns and attributes keep the order they were written in (h5py lists them so).
+  const hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+  H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
+  H5Pset_attr_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
+  const hid_t g = H5Gcreate2(file_->getId(), group.c_str(), H5P_DEFAULT, gcpl, H5P_DEFAULT);
+  H5Pclose(gcpl);
+  if (g < 0) throw ConfigError(path_ + ": cannot create group /" + group);
+  H5Gclose(g);
 }
 
 void ResultsFile::add_column(const std::string& group, const std::string& name, const std::vector<double>& v) {

@@ -72,8 +72,9 @@ Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& sl
   s.set("num_finished", static_cast<double>(reqs.size()));
   std::vector<double> ttft, tpot, e2e, normalized;
   double prompt = 0, cached = 0, output = 0, preemptions = 0, first = INFINITY, last = -INFINITY;
-  int64_t good = 0;
+  int64_t good = 0, with_hit = 0;
   for (const RequestRecord& r : reqs) {
+    if (r.cached_tokens > 0) ++with_hit;
     ttft.push_back(r.ttft_s());
     tpot.push_back(r.tpot_s());
     e2e.push_back(r.e2e_s());
@@ -94,6 +95,7 @@ Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& sl
   s.set("cached_tokens", cached);
   s.set("output_tokens", output);
   s.set("prefix_hit_rate", prompt > 0 ? cached / prompt : 0.0);
+  s.set("request_hit_share", reqs.empty() ? 0.0 : static_cast<double>(with_hit) / reqs.size());  // requests with any hit
   add_distribution(s, "ttft", ttft);
   add_distribution(s, "tpot", tpot);
   add_distribution(s, "e2e", e2e);

@@ -259,6 +259,7 @@ int run_sweep(const SweepOptions& opt) {
   info.base = sweep.base;
   info.backend = opt.backend;
   info.seeds = sweep.seeds;
+  for (const std::string& o : opt.overrides) info.overrides += (info.overrides.empty() ? "" : " ") + o;
   for (const SweepAxis& a : sweep.axes) info.columns.push_back(a.key);
   std::vector<PointRow> rows;
   std::vector<SearchRow> search_rows;

@@ -176,6 +176,7 @@ void write_sweep_table(const std::string& dir, const SweepTableInfo& info, const
   f.set_attr("sweep", "base", info.base);
   f.set_attr("sweep", "backend", info.backend);
   f.set_attr("sweep", "seeds", info.seeds);
+  f.set_attr("sweep", "overrides", info.overrides);
   f.set_attr("sweep", "num_points", static_cast<double>(rows.size()));
   f.set_attr("sweep", "num_failed", static_cast<double>(num_failed));
   f.commit();

@@ -4,7 +4,7 @@
 //   DIR/sweep.h5   /points  id, status (ok | failed), <swept keys>, <metrics>
 //                  /search  (searches) one row per grid point: its keys, status,
 //                           <search.key> (highest value that held), first_failing, num_probes
-//                  /sweep   attributes: sweep_file, base, backend, seeds, num_points, num_failed
+//                  /sweep   attributes: sweep_file, base, backend, seeds, overrides, num_points, num_failed
 //   DIR/sweep.csv  the /points table; DIR/search.csv the /search table
 //
 // A key column is numeric when every value is a number, else text; a failed
@@ -34,6 +34,7 @@ struct SearchRow {
 
 struct SweepTableInfo {
   std::string sweep_file, base, backend, seeds;
+  std::string overrides;  // the command line's --section.key=value for every point, space-separated
   std::vector<std::string> columns;  // key columns, in order (swept keys, then the searched key)
   std::string search_key;            // empty: no search
   std::vector<std::pair<std::string, std::string>> search_attrs;  // metric, target, direction, tolerance
