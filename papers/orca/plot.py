@@ -1,21 +1,22 @@
 #!/usr/bin/python3
-"""Plots and tables of the Orca sweep (papers/orca/run.sh): static vs fcfs batching.
+"""Plots and tables of the Orca sweeps (papers/orca/run.sh): static vs fcfs batching.
 
     /usr/bin/python3 papers/orca/plot.py [--results results/orca] [--out papers/orca]
 
-Reads results/orca/b<max_num_seqs>/<policy>/rate-<r>/results.h5 and writes
+Reads the merged table of the load sweep (results/orca/load/sweep.h5, papers/orca/load.ini:
+one row per max_num_seqs x policy x rate, every /summary metric) and writes
   load_sweep_b64.png              throughput, normalized latency, TTFT and E2E vs offered rate
                                   (max_num_seqs = 64)
   latency_vs_throughput.png       median normalized latency vs achieved throughput, every
                                   max_num_seqs (the form of Orca's evaluation figures)
 and prints the README's tables (markdown) on stdout, including where the time of the
-saturated runs in results/orca/steps/ goes. Normalized latency is a request's
-end-to-end latency divided by its output tokens (s/token), as in Orca's evaluation.
-Results files are read through analysis/results.py.
+saturated runs of the steps sweep (results/orca/steps/, papers/orca/steps.ini) goes: that
+table comes from each of its points' own /steps table. Normalized latency is a request's
+end-to-end latency divided by its output tokens (s/token), as in Orca's evaluation: the
+summary's normalized_latency_{p50,mean}_s. Results are read through analysis/results.py.
 """
 import argparse
 import os
-import re
 import sys
 
 import matplotlib
@@ -31,28 +32,35 @@ POLICIES = [("static", "request-level (static)", "tab:red"), ("fcfs", "iteration
 NL_TARGETS_S = (0.025, 0.05)  # median normalized latency targets for "throughput at equal latency"
 
 
-def load_run(run):
-    """Summary metrics of one run (a results.Results), plus normalized latency and batch occupancy."""
-    s = dict(run.summary)
-    req = run.requests
-    nl = np.asarray(req["e2e_s"], float) / np.asarray(req["output_tokens"], float)
-    s["nl_p50_s"] = float(np.nanmedian(nl))
-    s["nl_mean_s"] = float(np.nanmean(nl))
-    s["nl_p90_s"] = float(np.nanpercentile(nl, 90))
-    # Every step samples one token for each sequence it carries (a prompt's last chunk
-    # samples the first token), so output tokens / steps = mean sequences per step.
-    s["mean_seqs_per_step"] = s["output_tokens"] / s["num_steps"]
-    return s
+def read_sweep(folder):
+    """results.load_sweep(folder), warning on stderr about points that failed (their rows are
+    left out); None when the sweep has not been run."""
+    try:
+        sw = results.load_sweep(folder)
+    except FileNotFoundError:
+        return None
+    failed = [i for i, s in zip(sw.points["id"], sw.points["status"]) if s != "ok"]
+    if failed:
+        print(f"warning: {sw.path}: {len(failed)} failed point(s) left out: {', '.join(failed)}", file=sys.stderr)
+    return sw
 
 
 def load_sweep(root):
-    """{(max_num_seqs, policy): [(rate, summary), ...] sorted by rate}."""
+    """{(max_num_seqs, policy): [(rate, summary), ...] sorted by rate}, from the merged table of
+    the load sweep (root/load/sweep.h5); a summary is the point's row of /summary metrics plus
+    mean_seqs_per_step. None when the sweep has not been run."""
+    sw = read_sweep(os.path.join(root, "load"))
+    if sw is None:
+        return None
+    rows = sw.select()
     sweep = {}
-    for path in results.find(os.path.join(root, "b*", "*", "rate-*")):
-        m = re.search(r"b(\d+)/([^/]+)/rate-([0-9.]+)/results\.h5$", path)
-        if m:
-            key = (int(m.group(1)), m.group(2))
-            sweep.setdefault(key, []).append((float(m.group(3)), load_run(results.load(path))))
+    for i in range(len(rows["id"])):
+        s = {k: v[i] for k, v in rows.items()}
+        # Every step samples one token for each sequence it carries (a prompt's last chunk
+        # samples the first token), so output tokens / steps = mean sequences per step.
+        s["mean_seqs_per_step"] = s["output_tokens"] / s["num_steps"]
+        key = (int(s["scheduler.max_num_seqs"]), str(s["scheduler.policy"]))
+        sweep.setdefault(key, []).append((float(s["workload.rate"]), s))
     for runs in sweep.values():
         runs.sort(key=lambda r: r[0])
     return sweep
@@ -84,8 +92,8 @@ def plot_load_sweep(sweep, b, out):
             continue
         rates = np.array([r for r, _ in runs])
         a_tp.plot(rates, col(runs, "request_throughput_rps"), "o-", color=color, label=label)
-        a_nl.plot(rates, col(runs, "nl_p50_s") * 1e3, "o-", color=color, label=f"{label}, median")
-        a_nl.plot(rates, col(runs, "nl_mean_s") * 1e3, "s--", color=color, alpha=0.6, label=f"{label}, mean")
+        a_nl.plot(rates, col(runs, "normalized_latency_p50_s") * 1e3, "o-", color=color, label=f"{label}, median")
+        a_nl.plot(rates, col(runs, "normalized_latency_mean_s") * 1e3, "s--", color=color, alpha=0.6, label=f"{label}, mean")
         a_ttft.plot(rates, col(runs, "ttft_p50_s"), "o-", color=color, label=f"{label}, p50")
         a_ttft.plot(rates, col(runs, "ttft_p90_s"), "s--", color=color, alpha=0.6, label=f"{label}, p90")
         a_e2e.plot(rates, col(runs, "e2e_p50_s"), "o-", color=color, label=f"{label}, p50")
@@ -117,7 +125,7 @@ def plot_latency_vs_throughput(sweep, out):
         for b in batch_sizes:
             runs = sweep.get((b, policy))
             if runs:
-                ax.plot(col(runs, "request_throughput_rps"), col(runs, "nl_p50_s") * 1e3, marker=markers[b],
+                ax.plot(col(runs, "request_throughput_rps"), col(runs, "normalized_latency_p50_s") * 1e3, marker=markers[b],
                         color=color, alpha=0.4 + 0.6 * batch_sizes.index(b) / max(1, len(batch_sizes) - 1),
                         label=f"{label}, max_num_seqs {b}")
     for target in NL_TARGETS_S:
@@ -150,7 +158,7 @@ def print_tables(sweep):
             print(f"| {rate:g} | {policy} | {s['request_throughput_rps']:.2f} | {s['throughput_tok_s']:.0f} "
                   f"| {s['mean_seqs_per_step']:.1f} | {s['ttft_p50_s']:.2f} / {s['ttft_p90_s']:.2f} "
                   f"| {s['e2e_p50_s']:.2f} / {s['e2e_p90_s']:.2f} | {s['tpot_p50_s'] * 1e3:.1f} "
-                  f"| {s['nl_p50_s'] * 1e3:.1f} / {s['nl_mean_s'] * 1e3:.1f} |")
+                  f"| {s['normalized_latency_p50_s'] * 1e3:.1f} / {s['normalized_latency_mean_s'] * 1e3:.1f} |")
     print("\n### every max_num_seqs: capacity and throughput at a latency target\n")
     targets = " | ".join(f"rate at median norm. latency <= {t * 1e3:g} ms/tok" for t in NL_TARGETS_S)
     print(f"| max_num_seqs | policy | max achieved req/s | output tok/s there | seqs/step there | {targets} "
@@ -162,41 +170,47 @@ def print_tables(sweep):
             if not runs:
                 continue
             best = max((s for _, s in runs), key=lambda s: s["request_throughput_rps"])
-            at = [rate_at_target(runs, "nl_p50_s", t) for t in NL_TARGETS_S]
+            at = [rate_at_target(runs, "normalized_latency_p50_s", t) for t in NL_TARGETS_S]
             at_s = " | ".join("below the lowest rate" if a is None else f"{a:.2f}" for a in at)
             print(f"| {b} | {policy} | {best['request_throughput_rps']:.2f} | {best['throughput_tok_s']:.0f} "
-                  f"| {best['mean_seqs_per_step']:.1f} | {at_s} | {runs[0][1]['nl_p50_s'] * 1e3:.1f} |")
+                  f"| {best['mean_seqs_per_step']:.1f} | {at_s} | {runs[0][1]['normalized_latency_p50_s'] * 1e3:.1f} |")
 
 
 def print_step_breakdown(root):
-    """Where a saturated run's time goes: steps that carry a prompt vs decode-only steps."""
-    paths = results.find(os.path.join(root, "steps", "b*", "*"))
-    order = {p: i for i, (p, _, _) in enumerate(POLICIES)}
-    paths.sort(key=lambda p: (int(re.search(r"/b(\d+)/", p).group(1)), order.get(p.split(os.sep)[-2], 99)))
-    if not paths:
+    """Where a saturated run's time goes: steps that carry a prompt vs decode-only steps.
+    Reads each point's own /steps table (the merged table holds only /summary metrics)."""
+    sw = read_sweep(os.path.join(root, "steps"))
+    if sw is None:
         return
+    rows = sw.select()
+    if not len(rows["id"]):
+        return
+    order = {p: i for i, (p, _, _) in enumerate(POLICIES)}
+    points = sorted(zip(rows["scheduler.max_num_seqs"].astype(int), rows["scheduler.policy"], rows["id"]),
+                    key=lambda r: (r[0], order.get(r[1], 99)))
     print("\n### saturated (16 req/s offered): steps that carry a prompt vs decode-only steps\n")
     print("| max_num_seqs | policy | steps | steps with a prompt | busy time in them "
           "| mean step with a prompt (ms) | mean decode-only step (ms) | mean decode batch |")
     print("|---|---|---|---|---|---|---|---|")
-    for path in paths:
-        m = re.search(r"b(\d+)/([^/]+)/results\.h5$", path)
-        st = results.load(path).steps
+    for b, policy, point_id in points:
+        st = sw.point(point_id).steps
+        if not st:
+            sys.exit(f"{sw.dir}/points/{point_id}: no /steps table (the steps sweep needs output.steps = true)")
         d = np.asarray(st["duration_s"])
         prompt = np.asarray(st["prefill_tokens"]) > 0
         dec = np.asarray(st["decode_tokens"])
-        print(f"| {m.group(1)} | {m.group(2)} | {d.size} | {100 * prompt.mean():.1f}% | {100 * d[prompt].sum() / d.sum():.0f}% "
+        print(f"| {b} | {policy} | {d.size} | {100 * prompt.mean():.1f}% | {100 * d[prompt].sum() / d.sum():.0f}% "
               f"| {1e3 * d[prompt].mean():.1f} | {1e3 * d[~prompt].mean():.1f} | {dec[~prompt].mean():.1f} |")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--results", default="results/orca", help="folder run.sh wrote")
+    ap.add_argument("--results", default="results/orca", help="folder run.sh wrote (holding load/ and steps/)")
     ap.add_argument("--out", default="papers/orca", help="folder for the PNGs")
     args = ap.parse_args()
     sweep = load_sweep(args.results)
     if not sweep:
-        sys.exit(f"{args.results}: no results; run papers/orca/run.sh first")
+        sys.exit(f"{args.results}/load/sweep.h5: no results; run papers/orca/run.sh first")
     os.makedirs(args.out, exist_ok=True)
     print_tables(sweep)
     print_step_breakdown(args.results)

@@ -1,11 +1,19 @@
 """Plots and tables of papers/prefix-routing from results/prefix-routing/.
 
-    papers/prefix-routing/run.sh && /usr/bin/python3 papers/prefix-routing/plot.py
+    papers/prefix-routing/run.sh && /usr/bin/python3 papers/prefix-routing/plot.py \
+        [--results results/prefix-routing] [--out papers/prefix-routing]
 
-Reads only the runs' results.h5 files, through analysis/results.py; writes PNGs
-beside this script and the tables to results/prefix-routing/tables.md. Sections
-that were not run are skipped.
+Reads the merged table of each section's sweep (results/prefix-routing/<section>/sweep.h5,
+written by `testbed sweep papers/prefix-routing/<section>.ini`: one row per point, the swept
+keys and every /summary metric) through analysis/results.py; writes PNGs to --out (beside
+this script) and the tables to <results>/tables.md. Sections that were not run are skipped.
+
+Two things are not in the merged tables and come from a point's own results file: the
+share of requests with any cached token ("requests with a hit", from /requests; used when
+the summary has no request_hit_share metric) and the trace a Mooncake point read (its
+config's trace.path, for the titles).
 """
+import argparse
 import os
 import sys
 
@@ -20,7 +28,8 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "analysis"))
 import results  # noqa: E402  (analysis/results.py)
 
-RES = os.path.join(ROOT, "results", "prefix-routing")
+RES = os.path.join(ROOT, "results", "prefix-routing")  # --results
+OUT = HERE  # --out
 ROUTERS = ["round_robin", "random", "least_loaded", "prefix_approx", "prefix_precise", "weighted", "cache_aware"]
 COLORS = dict(zip(ROUTERS, ["#7f7f7f", "#bcbd22", "#17becf", "#ff7f0e", "#d62728", "#9467bd", "#2ca02c"]))
 UNBOUNDED_MOONCAKE = 0.3736  # traces/README.md: unbounded replay in 16-token blocks
@@ -29,29 +38,79 @@ BLOCK = 16
 STYLE = {r: dict(color=COLORS[r], marker="o", ls="-") for r in ROUTERS}
 STYLE["prefix_approx"].update(marker="s", ls="--", markersize=9, mfc="none")
 
-
-def load(path):
-    """Summary attributes plus a few per-request / per-instance figures, or None."""
-    r = results.load(os.path.join(RES, path), missing_ok=True)
-    if r is None:
-        return None
-    s = {k: v for k, v in r.summary.items() if isinstance(v, float)}
-    cached = r.requests["cached_tokens"]
-    s["request_hit_share"] = float((cached > 0).mean())
-    inst = r.instances
-    s["max_instance_util"] = float(inst["utilization"].max())
-    s["instance_requests"] = inst["requests"]
-    s["trace_path"] = r.config.get("trace.path", "")
-    return s
+_sweeps = {}
 
 
-def runs(prefix, routers=ROUTERS):
-    return {r: d for r in routers if (d := load(f"{prefix}/{r}")) is not None}
+def section(name):
+    """The merged table (results.Sweep) of section `name`, or None if it was not run; points
+    that failed are left out of every table, with a warning on stderr."""
+    if name not in _sweeps:
+        try:
+            sw = results.load_sweep(os.path.join(RES, name))
+        except FileNotFoundError:
+            sw = None
+        if sw is not None:
+            failed = [i for i, st in zip(sw.points["id"], sw.points["status"]) if st != "ok"]
+            if failed:
+                print(f"warning: {sw.path}: {len(failed)} failed point(s) left out: {', '.join(failed)}",
+                      file=sys.stderr)
+        _sweeps[name] = sw
+    return _sweeps[name]
+
+
+class Point(dict):
+    """One ok row of a merged table: {column -> float | str}, and the point's own results
+    file for what the table does not hold."""
+
+    def __init__(self, sw, columns):
+        super().__init__(columns)
+        self.sweep = sw
+
+    def own(self):
+        if not hasattr(self, "_own"):
+            self._own = self.sweep.point(self["id"])
+        return self._own
+
+    def request_hit_share(self):
+        """Share of requests with any cached prompt token."""
+        if "request_hit_share" not in self:
+            self["request_hit_share"] = float((self.own().requests["cached_tokens"] > 0).mean())
+        return self["request_hit_share"]
+
+    def trace_path(self):
+        return self.own().config.get("trace.path", "")
+
+
+def points(name, **where):
+    """The ok points of section `name` whose columns equal `where` (dotted keys:
+    **{"workload.rate": 6}), in table order; [] if the section was not run."""
+    sw = section(name)
+    if sw is None:
+        return []
+    rows = sw.select(**where)
+    return [Point(sw, {k: (v[i] if isinstance(v[i], str) else float(v[i])) for k, v in rows.items()})
+            for i in range(len(rows["id"]))]
+
+
+def single(pts, what):
+    if len(pts) > 1:
+        sys.exit(f"{what}: {len(pts)} points match, expected one")
+    return pts[0] if pts else None
+
+
+def runs(name, routers=ROUTERS, **where):
+    """{router: point} of section `name` at `where`, in the order of `routers`."""
+    out = {}
+    for r in routers:
+        d = single(points(name, **{"router.type": r}, **where), f"{name} {where} router {r}")
+        if d is not None:
+            out[r] = d
+    return out
 
 
 def row(name, d, base=None):
     saved_vs_base = (d["gpu_hours_saved_per_day"] - base["gpu_hours_saved_per_day"]) if base else float("nan")
-    return (f"| {name} | {100 * d['prefix_hit_rate']:.1f}% | {100 * d['request_hit_share']:.1f}% | "
+    return (f"| {name} | {100 * d['prefix_hit_rate']:.1f}% | {100 * d.request_hit_share():.1f}% | "
             f"{d['ttft_p50_s']:.3f} | {d['ttft_p90_s']:.3f} | {d['ttft_p99_s']:.2f} | "
             f"{d['request_throughput_rps']:.2f} | {d['load_imbalance_requests']:.2f} | {int(d['preemptions'])} | "
             f"{d['gpu_hours_saved_per_day']:.1f} | {saved_vs_base:+.1f} |")
@@ -98,20 +157,14 @@ def fig_routers(workloads):
         ax.set_ylabel("TTFT p90 (s, log)")
         ax.set_xticks(x, names, rotation=40, ha="right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(os.path.join(HERE, "routers.png"), dpi=130)
+    fig.savefig(os.path.join(OUT, "routers.png"), dpi=130)
     plt.close(fig)
 
 
 def fig_capacity(out):
-    pts = []
-    for name in sorted(os.listdir(os.path.join(RES, "mooncake_capacity"))) if os.path.isdir(
-            os.path.join(RES, "mooncake_capacity")) else []:
-        d = load(f"mooncake_capacity/{name}")
-        if d:
-            pts.append((int(name.replace("blocks", "")), d))
+    pts = sorted(((int(d["cache.num_blocks"]), d) for d in points("mooncake_capacity")), key=lambda p: p[0])
     if not pts:
         return
-    pts.sort()
     tokens = np.array([b * BLOCK for b, _ in pts], dtype=float)
     hit = np.array([100 * d["prefix_hit_rate"] for _, d in pts])
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -125,11 +178,11 @@ def fig_capacity(out):
     ax.set_xlabel("KV cache capacity (tokens, log)")
     ax.set_ylabel("prefix hit rate (% of prompt tokens)")
     ax.set_ylim(0, 50)
-    trace = pts[0][1]["trace_path"]
+    trace = pts[0][1].trace_path()
     ax.set_title(f"Mooncake conversation trace, one instance\n({os.path.basename(trace)})", fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
-    fig.savefig(os.path.join(HERE, "mooncake_capacity.png"), dpi=130)
+    fig.savefig(os.path.join(OUT, "mooncake_capacity.png"), dpi=130)
     plt.close(fig)
     out.append(f"\n### Mooncake, one instance: hit rate vs KV capacity ({trace})\n")
     out.append("| KV blocks | tokens | hit rate | TTFT p90 (s) | preemptions |\n|---:|---:|---:|---:|---:|")
@@ -138,21 +191,23 @@ def fig_capacity(out):
                    f"{int(d['preemptions'])} |")
 
 
-def sweep(prefix, key_name, values, routers):
-    """{router: [(value, summary)]} for runs at prefix/<key_name><value>/<router>."""
+def sweep(name, key, routers):
+    """({router: [(value, point)] sorted by value}, the values) of section `name`, swept over
+    the config key `key` and router.type; ({}, []) if the section was not run."""
+    sw = section(name)
+    if sw is None:
+        return {}, []
     res = {}
     for r in routers:
-        for v in values:
-            d = load(f"{prefix}/{key_name}{v}/{r}")
-            if d:
-                res.setdefault(r, []).append((v, d))
-    return res
+        pts = sorted(((d[key], d) for d in points(name, **{"router.type": r})), key=lambda p: p[0])
+        if pts:
+            res[r] = pts
+    return res, sorted({v for pts in res.values() for v, _ in pts})
 
 
 def fig_prefixes(out):
-    vals = [1, 4, 16, 64, 128, 256, 512, 1024]
     routers = ["round_robin", "least_loaded", "prefix_approx", "prefix_precise", "weighted", "cache_aware"]
-    res = sweep("shared_prefixes", "p", vals, routers)
+    res, vals = sweep("shared_prefixes", "workload.num_prefixes", routers)
     if not res:
         return
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
@@ -167,7 +222,7 @@ def fig_prefixes(out):
         ax.set_xlabel("distinct 8,400-token system prompts")
         ax.axvline(one, color="k", lw=0.8, ls=":")
         ax.axvline(16 * one, color="k", lw=0.8, ls="--")
-        ax.set_xticks(vals, [str(v) for v in vals])
+        ax.set_xticks(vals, [f"{v:g}" for v in vals])
     axes[0].text(one * 0.92, 3, "prompts = 1 instance's cache", fontsize=8, rotation=90, ha="right")
     axes[0].text(16 * one * 0.92, 3, "= 16 instances' caches", fontsize=8, rotation=90, ha="right")
     axes[0].axhline(70, color="#7f7f7f", lw=0.8)
@@ -179,7 +234,7 @@ def fig_prefixes(out):
     axes[0].legend(fontsize=8)
     fig.suptitle("Shared-prompt workload, 16 x Llama-3.1-8B / H100, 24 req/s: the regime", fontsize=10)
     fig.tight_layout()
-    fig.savefig(os.path.join(HERE, "shared_prefixes.png"), dpi=130)
+    fig.savefig(os.path.join(OUT, "shared_prefixes.png"), dpi=130)
     plt.close(fig)
     out.append("\n### Shared-prompt regime sweep (24 req/s, 10k requests): hit rate / TTFT p90 (s) / "
                "load imbalance\n")
@@ -190,11 +245,11 @@ def fig_prefixes(out):
             d = dict(res[r]).get(v)
             cells.append(f"{100 * d['prefix_hit_rate']:.0f}% / {d['ttft_p90_s']:.2f} / "
                          f"{d['load_imbalance_requests']:.2f}" if d else "")
-        out.append(f"| {v} | " + " | ".join(cells) + " |")
+        out.append(f"| {v:g} | " + " | ".join(cells) + " |")
 
 
-def fig_load(prefix, rates, title, fname, out):
-    res = sweep(prefix, "rate", rates, ROUTERS)
+def fig_load(name, title, fname, out):
+    res, rates = sweep(name, "workload.rate", ROUTERS)
     if not res:
         return
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
@@ -212,7 +267,7 @@ def fig_load(prefix, rates, title, fname, out):
     axes[0].legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(os.path.join(HERE, fname), dpi=130)
+    fig.savefig(os.path.join(OUT, fname), dpi=130)
     plt.close(fig)
     out.append(f"\n### {title}: TTFT p90 (s) / output tok/s / hit rate / busy GPU-s per request\n")
     out.append("| rate | " + " | ".join(res) + " |\n|---:|" + "---:|" * len(res))
@@ -222,21 +277,23 @@ def fig_load(prefix, rates, title, fname, out):
             d = dict(res[r]).get(v)
             cells.append(f"{d['ttft_p90_s']:.2f} / {d['throughput_tok_s']:.0f} / {100 * d['prefix_hit_rate']:.0f}% / "
                          f"{d['busy_gpu_seconds_per_request']:.3f}" if d else "")
-        out.append(f"| {v} | " + " | ".join(cells) + " |")
+        out.append(f"| {v:g} | " + " | ".join(cells) + " |")
 
 
 def claims_table(out):
     """The GPU-hour and cost claims, round_robin vs the prefix routers, per workload."""
-    cases = [("shared prompts, 24 req/s", "shared"), ("shared prompts, 64 req/s (saturated)", "shared_load/rate64"),
-             ("llm-d, 6 req/s", "llmd/rate6"), ("llm-d, 20 req/s (saturated)", "llmd/rate20"),
-             ("Mooncake, trace rate", "mooncake/scale1.0")]
+    cases = [("shared prompts, 24 req/s", "shared", {}),
+             ("shared prompts, 64 req/s (saturated)", "shared_load", {"workload.rate": 64}),
+             ("llm-d, 6 req/s", "llmd", {"workload.rate": 6}), ("llm-d, 20 req/s (saturated)", "llmd", {"workload.rate": 20}),
+             ("Mooncake, trace rate", "mooncake", {"trace.time_scale": 1.0})]
     lines = []
-    for title, prefix in cases:
-        base = load(f"{prefix}/round_robin")
+    for title, name, where in cases:
+        data = runs(name, ["round_robin", "prefix_precise", "weighted"], **where)
+        base = data.get("round_robin")
         if not base:
             continue
         for r in ["prefix_precise", "weighted"]:
-            d = load(f"{prefix}/{r}")
+            d = data.get(r)
             if not d:
                 continue
             per_day = d["requests_per_day"] / 3600.0
@@ -257,15 +314,23 @@ def claims_table(out):
 
 
 def main():
+    global RES, OUT
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--results", default=RES, help="folder run.sh wrote (one sweep folder per section)")
+    ap.add_argument("--out", default=OUT, help="folder for the PNGs")
+    args = ap.parse_args()
+    RES, OUT = args.results, args.out
+    _sweeps.clear()
     if not os.path.isdir(RES):
         sys.exit(f"no results in {RES}: run papers/prefix-routing/run.sh first")
+    os.makedirs(OUT, exist_ok=True)
     out = ["# papers/prefix-routing tables (generated by plot.py)"]
     shared = runs("shared")
-    moon1 = runs("mooncake/scale1.0")
-    moon2 = runs("mooncake/scale0.5")
-    llmd = runs("llmd/rate6")
+    moon1 = runs("mooncake", **{"trace.time_scale": 1.0})
+    moon2 = runs("mooncake", **{"trace.time_scale": 0.5})
+    llmd = runs("llmd", **{"workload.rate": 6})
     router_table("Shared-prompt workload (16 x Llama-3.1-8B / H100, 24 req/s, 20k requests)", shared, out)
-    trace = next(iter(moon1.values()))["trace_path"] if moon1 else ""
+    trace = next(iter(moon1.values())).trace_path() if moon1 else ""
     router_table(f"Mooncake conversation trace, its own arrival times (8 x Llama-3.1-8B / H100; {trace})", moon1, out)
     router_table(f"Mooncake conversation trace, 2x its rate ({trace})", moon2, out)
     router_table("llm-d benchmark workload, 6 req/s (8 x Qwen3-32B TP2 / H100)", llmd, out)
@@ -275,14 +340,13 @@ def main():
                  ("llm-d workload, 8 x 32B TP2, 6 req/s", llmd)])
     fig_capacity(out)
     fig_prefixes(out)
-    stale = {k: d for k in ["prefix_approx_cap2802", "prefix_approx_cap28020", "prefix_approx_cap280200"]
-             if (d := load(f"staleness/{k}")) is not None}
-    ref = runs("shared_prefixes/p1024", ["round_robin", "prefix_precise"])
+    stale = {f"prefix_approx_cap{int(d['router.approx_capacity_blocks'])}": d
+             for d in sorted(points("staleness", **{"router.type": "prefix_approx"}),
+                             key=lambda d: d["router.approx_capacity_blocks"])}
+    ref = runs("shared_prefixes", ["round_robin", "prefix_precise"], **{"workload.num_prefixes": 1024})
     router_table("Staleness: 1,024 prompts (overflows the fleet), 24 req/s, 10k requests", {**ref, **stale}, out)
-    fig_load("shared_load", [12, 24, 36, 48, 64], "Shared-prompt workload, 16 x Llama-3.1-8B / H100, rate sweep",
-             "shared_load.png", out)
-    fig_load("llmd", [3, 4, 5, 6, 8, 10, 12, 16, 20], "llm-d workload, 8 x Qwen3-32B TP2 / H100, rate sweep",
-             "llmd_load.png", out)
+    fig_load("shared_load", "Shared-prompt workload, 16 x Llama-3.1-8B / H100, rate sweep", "shared_load.png", out)
+    fig_load("llmd", "llm-d workload, 8 x Qwen3-32B TP2 / H100, rate sweep", "llmd_load.png", out)
     claims_table(out)
     with open(os.path.join(RES, "tables.md"), "w") as f:
         f.write("\n".join(out) + "\n")

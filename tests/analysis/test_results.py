@@ -5,14 +5,15 @@
 
 Writes small synthetic results files with h5py in the layout `testbed run` writes
 (engine/metrics/results_file.cpp: double / int64 / int32 column datasets, double
-attributes, fixed-length string attributes) and checks that the loader returns
-exactly those values, then runs analysis/plot_run.py, papers/orca/plot.py and
-papers/prefix-routing/plot.py on synthetic runs and checks their outputs appear.
+attributes, fixed-length string attributes) and synthetic sweep tables in the layout
+`testbed sweep` writes (experiments/sweep/sweep_table.h: DIR/sweep.h5 /points with text
+columns as fixed-length byte strings and numbers as float64, DIR/points/<id>/results.h5),
+checks that the loaders (results.load, results.load_sweep, Sweep.select) return exactly
+those values, then runs analysis/plot_run.py, papers/orca/plot.py and
+papers/prefix-routing/plot.py on synthetic data and checks their outputs appear.
 Exits non-zero on failure.
 """
-import contextlib
-import importlib.util
-import io
+import hashlib
 import os
 import subprocess
 import sys
@@ -33,6 +34,7 @@ SUMMARY_KEYS = [
     "prefix_hit_rate", "preemptions", "gpu_hours_saved_per_day", "load_imbalance_requests",
     "busy_gpu_seconds_per_request", "requests_per_day",
 ]
+NORMALIZED_LATENCY_KEYS = [f"normalized_latency_{q}_s" for q in ["mean", "p50", "p90", "p95", "p99"]]
 
 
 def write_h5(path, tables=None, attrs=None):
@@ -82,6 +84,57 @@ def synthetic_run(path, seed=0, n=40, steps=True, instances=2, trace="traces/sam
     run = {"wall_s": 1.25, "simulated_s": 10.0, "executor": "sim", "mode": "simulated", "config_path": "x.ini"}
     write_h5(path, tables, {"summary": summary, "config": config, "run": run})
     return tables, summary, config, run
+
+
+def point_id(values):
+    """12 hex digits from a point's values (the C++ hashes its own way; any stable id will do)."""
+    text = "".join(f"{k}={v}\n" for k, v in sorted(values.items()))
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def write_sweep(folder, keys, points, seed=0, metrics=None, runs=False, steps=False, trace="traces/samples/x.jsonl"):
+    """A sweep's merged table as `testbed sweep` writes it: folder/sweep.h5 with /points (id,
+    status, the swept `keys` in order, then every metric) and /sweep attributes. `points` is a
+    list of {key: value} (numbers or str) with an optional "status" ("ok" unless "failed");
+    `metrics(i, point)` -> {metric: value} overrides random metric values. A key column is
+    float64 when every value is a number, else fixed-length bytes; a failed point's metrics are
+    NaN. With runs=True each ok point also gets its own results file (synthetic_run) in
+    folder/points/<id>/. Returns the columns written {column: list}."""
+    rng = np.random.default_rng(seed)
+    names = SUMMARY_KEYS + NORMALIZED_LATENCY_KEYS
+    columns = {"id": [], "status": []}
+    columns.update({k: [] for k in keys})
+    columns.update({m: [] for m in names})
+    for i, p in enumerate(points):
+        values = {k: p[k] for k in keys}
+        pid = point_id(values)
+        ok = p.get("status", "ok") == "ok"
+        columns["id"].append(pid)
+        columns["status"].append("ok" if ok else "failed")
+        for k in keys:
+            columns[k].append(p[k])
+        m = {n: float(rng.uniform(0.1, 0.9)) for n in names}
+        m.update(num_steps=float(rng.integers(50, 100)), output_tokens=float(rng.integers(500, 1000)))
+        if metrics:
+            m.update(metrics(i, p))
+        for n in names:
+            columns[n].append(m[n] if ok else float("nan"))
+        if runs and ok:
+            synthetic_run(os.path.join(folder, "points", pid, "results.h5"), seed=seed + i, steps=steps, trace=trace)
+    os.makedirs(folder, exist_ok=True)
+    with h5py.File(os.path.join(folder, "sweep.h5"), "w") as f:
+        g = f.create_group("points")
+        for name, values in columns.items():
+            if all(isinstance(v, (int, float)) for v in values):
+                g.create_dataset(name, data=np.asarray(values, dtype=np.float64))
+            else:
+                g.create_dataset(name, data=np.array([str(v).encode() for v in values], dtype="S"))
+        attrs = {"sweep_file": "x.ini", "base": "experiments/x.ini", "backend": "local", "seeds": "shared"}
+        for k, v in attrs.items():
+            f.require_group("sweep").attrs[k] = np.bytes_(v.encode())
+        f["sweep"].attrs["num_points"] = np.float64(len(points))
+        f["sweep"].attrs["num_failed"] = np.float64(columns["status"].count("failed"))
+    return columns
 
 
 class LoaderTest(unittest.TestCase):
@@ -179,6 +232,75 @@ class LoaderTest(unittest.TestCase):
         self.assertTrue(all(isinstance(r, results.Results) for r in runs.values()))
 
 
+class SweepLoaderTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = os.path.join(self.tmp.name, "sweep")
+        self.points = [{"scheduler.policy": p, "workload.rate": r} for p in ["static", "fcfs"] for r in [0.5, 1.0, 2.0]]
+        self.points[4]["status"] = "failed"  # fcfs at 1.0
+        self.columns = write_sweep(self.dir, ["scheduler.policy", "workload.rate"], self.points, runs=True)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_returns_exactly_what_was_written(self):
+        for path in [self.dir, os.path.join(self.dir, "sweep.h5")]:
+            sw = results.load_sweep(path)
+            self.assertEqual(sw.path, os.path.join(self.dir, "sweep.h5"))
+            self.assertEqual(sw.dir, os.path.abspath(self.dir))
+            self.assertEqual(len(sw), len(self.points))
+            self.assertEqual(set(sw.points), set(self.columns))  # (h5py lists columns by name)
+            for name, values in self.columns.items():
+                got = sw.points[name]
+                self.assertIsInstance(got, np.ndarray, name)
+                if isinstance(values[0], str):  # text columns come back as str
+                    self.assertEqual(got.dtype, object, name)
+                    self.assertEqual(got.tolist(), values, name)
+                    self.assertTrue(all(type(v) is str for v in got), name)
+                else:
+                    self.assertEqual(got.dtype, np.float64, name)
+                    np.testing.assert_array_equal(got, values, err_msg=name)
+            self.assertTrue(np.isnan(sw.points["ttft_p50_s"][4]))  # the failed point's metrics
+            self.assertEqual(sw.search, {})
+            self.assertEqual(sw.attrs["sweep"]["seeds"], "shared")
+            self.assertEqual(sw.attrs["sweep"]["num_points"], 6.0)
+            self.assertEqual(sw.attrs["sweep"]["num_failed"], 1.0)
+
+    def test_select(self):
+        sw = results.load_sweep(self.dir)
+        fcfs = sw.select(**{"scheduler.policy": "fcfs"})  # the failed fcfs point is left out
+        self.assertEqual(set(fcfs), set(self.columns))
+        self.assertEqual(fcfs["id"].tolist(), [self.columns["id"][i] for i in (3, 5)])
+        np.testing.assert_array_equal(fcfs["workload.rate"], [0.5, 2.0])
+        np.testing.assert_array_equal(fcfs["e2e_p90_s"], [self.columns["e2e_p90_s"][i] for i in (3, 5)])
+        one = sw.select(**{"scheduler.policy": "static", "workload.rate": 1.0})
+        self.assertEqual(one["id"].tolist(), [self.columns["id"][1]])
+        self.assertEqual(one["ttft_p90_s"].tolist(), [self.columns["ttft_p90_s"][1]])
+        self.assertEqual(len(sw.select()["id"]), 5)
+        self.assertEqual(sw.select(ok_only=False, **{"workload.rate": 1.0})["status"].tolist(), ["ok", "failed"])
+        self.assertEqual(sw.select(**{"scheduler.policy": "sjf"})["id"].size, 0)
+        with self.assertRaises(KeyError) as e:
+            sw.select(**{"scheduler.max_num_seqs": 64})
+        self.assertIn("scheduler.max_num_seqs", str(e.exception))
+        self.assertEqual(sw.values("scheduler.policy"), ["fcfs", "static"])
+        self.assertEqual(sw.values("workload.rate"), [0.5, 1.0, 2.0])
+
+    def test_point(self):
+        sw = results.load_sweep(self.dir)
+        pid = self.columns["id"][2]
+        r = sw.point(pid)
+        self.assertEqual(r.path, os.path.join(os.path.abspath(self.dir), "points", pid, "results.h5"))
+        self.assertEqual(r.get_config("trace.path"), "traces/samples/x.jsonl")
+        self.assertEqual(r.requests["id"].size, 40)  # synthetic_run's requests
+        self.assertEqual(r.steps, {})  # write_sweep(steps=False)
+
+    def test_missing_sweep_names_it(self):
+        missing = os.path.join(self.tmp.name, "nope")
+        with self.assertRaises(FileNotFoundError) as e:
+            results.load_sweep(missing)
+        self.assertIn(os.path.join(missing, "sweep.h5"), str(e.exception))
+
+
 def run_script(*args):
     return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True)
 
@@ -214,37 +336,71 @@ class PlotScriptsTest(unittest.TestCase):
 
     def test_orca_plot(self):
         res, out = os.path.join(self.tmp.name, "orca"), os.path.join(self.tmp.name, "png")
-        for i, (b, policy, rate) in enumerate((b, p, r) for b in [16, 64] for p in ["static", "fcfs"]
-                                              for r in ["0.5", "1", "2"]):
-            synthetic_run(os.path.join(res, f"b{b}", policy, f"rate-{rate}", "results.h5"), seed=i)
-        for policy in ["static", "fcfs"]:
-            synthetic_run(os.path.join(res, "steps", "b64", policy, "results.h5"), seed=99)
+        points = [{"scheduler.max_num_seqs": float(b), "scheduler.policy": p, "workload.rate": r}
+                  for b in [16, 64] for p in ["static", "fcfs"] for r in [0.5, 1.0, 2.0]]
+        points.append({"scheduler.max_num_seqs": 64.0, "scheduler.policy": "fcfs", "workload.rate": 4.0,
+                       "status": "failed"})
+
+        def metrics(i, p):  # known normalized latencies for max_num_seqs 64, fcfs
+            if p["scheduler.max_num_seqs"] == 64 and p["scheduler.policy"] == "fcfs":
+                return {"normalized_latency_p50_s": 0.0123 * p["workload.rate"],
+                        "normalized_latency_mean_s": 0.0456 * p["workload.rate"]}
+            return {}
+        write_sweep(os.path.join(res, "load"), ["scheduler.max_num_seqs", "scheduler.policy", "workload.rate"],
+                    points, metrics=metrics)
+        write_sweep(os.path.join(res, "steps"), ["scheduler.max_num_seqs", "scheduler.policy", "workload.rate"],
+                    [{"scheduler.max_num_seqs": 64.0, "scheduler.policy": p, "workload.rate": 16.0}
+                     for p in ["static", "fcfs"]], seed=99, runs=True, steps=True)
         p = run_script("papers/orca/plot.py", "--results", res, "--out", out)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertFiles(out, ["load_sweep_b64.png", "latency_vs_throughput.png"])
         self.assertIn("| 64 | fcfs |", p.stdout)
+        self.assertIn("| 1 | fcfs |", p.stdout)
+        self.assertIn("| 12.3 / 45.6 |", p.stdout)  # rate 1, from the merged table's normalized_latency_*
+        self.assertIn("| 24.6 / 91.2 |", p.stdout)  # rate 2
+        self.assertNotIn("| 4 | fcfs |", p.stdout)  # the failed point is left out, with a warning
+        self.assertIn("1 failed point", p.stderr)
         self.assertIn("steps that carry a prompt", p.stdout)
+        self.assertIn("| 64 | static | 120 |", p.stdout)  # synthetic_run's 3 x 40 steps
+        # Without the steps sweep the table is skipped; without the load sweep the script says so.
+        os.remove(os.path.join(res, "steps", "sweep.h5"))
+        p = run_script("papers/orca/plot.py", "--results", res, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("steps that carry a prompt", p.stdout)
+        p = run_script("papers/orca/plot.py", "--results", os.path.join(self.tmp.name, "none"), "--out", out)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("run papers/orca/run.sh first", p.stderr)
 
     def test_prefix_routing_plot(self):
-        # The script reads results/prefix-routing/ and writes beside itself: run it in
-        # process with both folders pointed at the temp dir, so the repo is untouched.
-        res = os.path.join(self.tmp.name, "prefix-routing")
-        for i, r in enumerate(["round_robin", "prefix_precise", "weighted"]):
-            synthetic_run(os.path.join(res, "shared", r, "results.h5"), seed=i)
-            synthetic_run(os.path.join(res, "shared_load", "rate12", r, "results.h5"), seed=10 + i)
-        for nb in [10000, 28020]:
-            synthetic_run(os.path.join(res, "mooncake_capacity", f"blocks{nb}", "results.h5"), seed=nb)
-        spec = importlib.util.spec_from_file_location("prefix_routing_plot",
-                                                      os.path.join(ROOT, "papers", "prefix-routing", "plot.py"))
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        mod.RES, mod.HERE = res, self.tmp.name
-        with contextlib.redirect_stdout(io.StringIO()) as stdout:
-            mod.main()
-        self.assertFiles(self.tmp.name, ["routers.png", "mooncake_capacity.png", "shared_load.png"])
+        res, out = os.path.join(self.tmp.name, "prefix-routing"), os.path.join(self.tmp.name, "png")
+        routers = ["round_robin", "prefix_precise", "weighted"]
+
+        def hit(i, p):  # a known hit rate for prefix_precise
+            return {"prefix_hit_rate": 0.6543} if p["router.type"] == "prefix_precise" else {}
+        shared = write_sweep(os.path.join(res, "shared"), ["router.type"], [{"router.type": r} for r in routers],
+                             metrics=hit, runs=True)
+        write_sweep(os.path.join(res, "shared_load"), ["workload.rate", "router.type", "workload.num_requests"],
+                    [{"workload.rate": rate, "router.type": r, "workload.num_requests": 10000.0}
+                     for rate in [12.0, 64.0] for r in routers], seed=10)
+        write_sweep(os.path.join(res, "mooncake_capacity"),
+                    ["cache.num_blocks", "fleet.num_instances", "trace.time_scale"],
+                    [{"cache.num_blocks": float(nb), "fleet.num_instances": 1.0, "trace.time_scale": 10.0}
+                     for nb in [28020, 10000]], seed=20, runs=True)
+        p = run_script("papers/prefix-routing/plot.py", "--results", res, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFiles(out, ["routers.png", "mooncake_capacity.png", "shared_load.png"])
+        self.assertFalse(os.path.exists(os.path.join(out, "llmd_load.png")))  # a section not run
         self.assertFiles(res, ["tables.md"])
-        self.assertIn("| prefix_precise |", stdout.getvalue())
-        self.assertIn("(traces/samples/x.jsonl)", stdout.getvalue())
+        with open(os.path.join(res, "tables.md")) as f:
+            self.assertEqual(f.read(), p.stdout)
+        # "requests with a hit" from the point's own /requests (no such summary metric)
+        share = results.load(os.path.join(res, "shared", "points", shared["id"][1])).requests["cached_tokens"]
+        self.assertIn(f"| prefix_precise | 65.4% | {100 * (share > 0).mean():.1f}% |", p.stdout)
+        self.assertIn("(traces/samples/x.jsonl)", p.stdout)  # the trace from a point's config
+        self.assertIn("| 10,000 | 0.16M |", p.stdout)  # capacity points sorted by blocks
+        self.assertLess(p.stdout.index("| 10,000 |"), p.stdout.index("| 28,020 |"))
+        self.assertIn("| 64 | ", p.stdout)
+        self.assertIn("| shared prompts, 64 req/s (saturated) | weighted |", p.stdout)
 
 
 if __name__ == "__main__":
