@@ -84,32 +84,40 @@ void ResultsFile::add_column(const std::string& group, const std::string& name, 
   if (!v.empty()) ds.write(flat.data(), type);
 }
 
-std::vector<ResultsAttr> read_results_attrs(const std::string& path, const std::string& group) {
+std::vector<std::vector<ResultsAttr>> read_results_attrs(const std::string& path,
+                                                         const std::vector<std::string>& groups) {
   H5::Exception::dontPrint();
-  std::vector<ResultsAttr> out;
+  std::vector<std::vector<ResultsAttr>> out;
   try {
     H5::H5File file(path, H5F_ACC_RDONLY);
-    if (!file.nameExists(group)) throw ConfigError(path + ": no group /" + group);
-    H5::Group g = file.openGroup(group);
-    const int n = g.getNumAttrs();
-    for (int i = 0; i < n; ++i) {
-      H5::Attribute a = g.openAttribute(static_cast<unsigned>(i));
-      ResultsAttr r;
-      r.name = a.getName();
-      if (a.getTypeClass() == H5T_STRING) {
-        r.is_text = true;
-        a.read(a.getStrType(), r.text);
-        r.text = r.text.c_str();  // fixed-length strings may carry padding NULs
-        if (r.text == " ") r.text.clear();  // set_attr stores "" as one space (HDF5 has no empty fixed strings)
-      } else {
-        a.read(H5::PredType::NATIVE_DOUBLE, &r.number);
+    for (const std::string& group : groups) {
+      if (!file.nameExists(group)) throw ConfigError(path + ": no group /" + group);
+      H5::Group g = file.openGroup(group);
+      std::vector<ResultsAttr>& attrs = out.emplace_back();
+      const int n = g.getNumAttrs();
+      for (int i = 0; i < n; ++i) {
+        H5::Attribute a = g.openAttribute(static_cast<unsigned>(i));
+        ResultsAttr r;
+        r.name = a.getName();
+        if (a.getTypeClass() == H5T_STRING) {
+          r.is_text = true;
+          a.read(a.getStrType(), r.text);
+          r.text = r.text.c_str();            // fixed-length strings may carry padding NULs
+          if (r.text == " ") r.text.clear();  // set_attr stores "" as one space (HDF5 has no empty fixed strings)
+        } else {
+          a.read(H5::PredType::NATIVE_DOUBLE, &r.number);
+        }
+        attrs.push_back(std::move(r));
       }
-      out.push_back(std::move(r));
     }
   } catch (const H5::Exception& e) {
     throw ConfigError(path + ": cannot read results file (" + e.getDetailMsg() + ")");
   }
   return out;
+}
+
+std::vector<ResultsAttr> read_results_attrs(const std::string& path, const std::string& group) {
+  return read_results_attrs(path, std::vector<std::string>{group}).front();
 }
 
 void ResultsFile::set_attr(const std::string& group, const std::string& name, double v) {

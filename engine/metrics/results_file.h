@@ -36,6 +36,8 @@ struct ResultsAttr {
 // The attributes of `group` in the results file `path`, in the file's order.
 // Throws ConfigError naming the file when it cannot be read or has no such group.
 std::vector<ResultsAttr> read_results_attrs(const std::string& path, const std::string& group);
+// The attributes of several groups, the file opened once; a missing group is an error.
+std::vector<std::vector<ResultsAttr>> read_results_attrs(const std::string& path, const std::vector<std::string>& groups);
 
 class ResultsFile {
  public:

@@ -58,36 +58,50 @@ std::string join(const std::set<std::string>& names) {
   return out;
 }
 
-// Whether DIR/results.h5 holds a complete run of exactly this point's config.
-// `stale` is set when a results file exists but is unreadable or of another config.
-bool complete(const SweepPoint& p, const fs::path& dir, bool* stale = nullptr) {
+// A point's results, read once: its /summary and the run's own wall time.
+struct PointResults {
+  std::vector<ResultsAttr> summary;
+  double wall_s = 0.0;
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Whether DIR holds a complete run of exactly this point's config: results.h5
+// (which a run writes last) readable, with a summary, beside a config.ini equal
+// to the point's resolved config. `stale` is set when a results file exists
+// but is unreadable or of another config.
+bool complete(const SweepPoint& p, const fs::path& dir, PointResults* out, bool* stale = nullptr) {
   const fs::path file = dir / "results.h5";
   if (stale) *stale = false;
   if (!fs::is_regular_file(file)) return false;
-  try {
-    std::map<std::string, std::string> config;
-    for (const ResultsAttr& a : read_results_attrs(file.string(), "config")) config[a.name] = a.text;
-    const std::map<std::string, std::string> want(p.resolved.begin(), p.resolved.end());
-    if (config == want && !read_results_attrs(file.string(), "summary").empty()) return true;
-  } catch (const ConfigError&) {
+  if (read_text(dir / "config.ini") == p.ini) {
+    try {
+      std::vector<std::vector<ResultsAttr>> groups = read_results_attrs(file.string(), std::vector<std::string>{"summary", "run"});
+      if (!groups[0].empty()) {
+        out->summary = std::move(groups[0]);
+        for (const ResultsAttr& a : groups[1])
+          if (a.name == "wall_s" && !a.is_text) out->wall_s = a.number;
+        return true;
+      }
+    } catch (const ConfigError&) {
+    }
   }
   if (stale) *stale = true;
   return false;
 }
 
-double summary_value(const fs::path& dir, const std::string& name, bool* found) {
+double summary_value(const std::vector<ResultsAttr>& summary, const std::string& name, bool* found) {
   *found = false;
-  for (const ResultsAttr& a : read_results_attrs((dir / "results.h5").string(), "summary"))
+  for (const ResultsAttr& a : summary)
     if (a.name == name && !a.is_text) {
       *found = true;
       return a.number;
     }
-  return 0.0;
-}
-
-double run_wall_s(const fs::path& dir) {
-  for (const ResultsAttr& a : read_results_attrs((dir / "results.h5").string(), "run"))
-    if (a.name == "wall_s" && !a.is_text) return a.number;
   return 0.0;
 }
 
@@ -111,16 +125,20 @@ class BatchRunner {
  public:
   BatchRunner(SweepBackend& backend, fs::path dir) : backend_(backend), dir_(std::move(dir)) {}
 
-  std::vector<bool> run(const std::vector<const SweepPoint*>& batch) {
-    std::vector<bool> ok(batch.size(), false);
+  // The rows of `batch`, each ok with its summary or failed.
+  std::vector<PointRow> run(const std::vector<const SweepPoint*>& batch) {
+    std::vector<PointRow> rows(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) rows[i].point = batch[i];
     std::vector<PointTask> tasks;
     std::vector<size_t> task_of;
     for (size_t i = 0; i < batch.size(); ++i) {
       const SweepPoint& p = *batch[i];
       const fs::path pdir = dir_ / "points" / p.id;
       bool stale = false;
-      if (complete(p, pdir, &stale)) {
-        ok[i] = true;
+      PointResults r;
+      if (complete(p, pdir, &r, &stale)) {
+        rows[i].ok = true;
+        rows[i].summary = std::move(r.summary);
         ++done_before;
         continue;
       }
@@ -133,7 +151,7 @@ class BatchRunner {
       tasks.push_back({p.id, pdir.string(), (pdir / "point.ini").string()});
       task_of.push_back(i);
     }
-    if (tasks.empty()) return ok;
+    if (tasks.empty()) return rows;
     SweepProgress progress(static_cast<int>(batch.size()), static_cast<int>(batch.size() - tasks.size()));
     const auto t0 = Clock::now();
     const std::vector<TaskResult> results = backend_.run(tasks, progress);
@@ -144,16 +162,18 @@ class BatchRunner {
       const fs::path pdir(tasks[t].dir);
       ++ran;
       if (results[t].known) process_s += results[t].wall_s;
-      if (complete(p, pdir)) {
-        ok[task_of[t]] = true;
-        runs_own_s += run_wall_s(pdir);
+      PointResults r;
+      if (complete(p, pdir, &r)) {
+        rows[task_of[t]].ok = true;
+        rows[task_of[t]].summary = std::move(r.summary);
+        runs_own_s += r.wall_s;
       } else {
         std::string why = results[t].known ? "exit " + std::to_string(results[t].exit_code) : "no results";
         failures.push_back("  " + p.id + " (" + describe(p.values) + "): " + why + "; " + (pdir / "log.txt").string() +
                            ": " + last_line(pdir / "log.txt"));
       }
     }
-    return ok;
+    return rows;
   }
 
   int done_before = 0, ran = 0, num_stale = 0;
@@ -268,8 +288,7 @@ int run_sweep(const SweepOptions& opt) {
   if (!sweep.has_search) {
     std::vector<const SweepPoint*> batch;
     for (const SweepPoint& p : grid_points) batch.push_back(&p);
-    const std::vector<bool> ok = runner.run(batch);
-    for (size_t i = 0; i < batch.size(); ++i) rows.push_back({batch[i], ok[i]});
+    rows = runner.run(batch);
   } else {
     info.columns.push_back(search.key);
     info.search_key = search.key;
@@ -297,16 +316,17 @@ int run_sweep(const SweepOptions& opt) {
         }
       }
       if (batch.empty()) break;
-      const std::vector<bool> ok = runner.run(batch);
+      std::vector<PointRow> done = runner.run(batch);
       for (size_t i = 0; i < batch.size(); ++i) {
         const auto [g, v] = owner[i];
-        probe_rows[g].emplace_back(v, PointRow{batch[i], ok[i]});
-        if (!ok[i]) {
+        const bool ok = done[i].ok;
+        bool found = false;
+        const double m = ok ? summary_value(done[i].summary, search.metric, &found) : 0.0;
+        probe_rows[g].emplace_back(v, std::move(done[i]));
+        if (!ok) {
           failed[g] = true;
           continue;
         }
-        bool found = false;
-        const double m = summary_value(dir / "points" / batch[i]->id, search.metric, &found);
         require(found, "search.metric",
                 "the results of point " + batch[i]->id + " have no metric '" + search.metric + "'");
         searches[g].record(v, search.holds(m));
@@ -315,7 +335,7 @@ int run_sweep(const SweepOptions& opt) {
     for (size_t g = 0; g < grid.size(); ++g) {
       std::sort(probe_rows[g].begin(), probe_rows[g].end(),
                 [](const auto& a, const auto& b) { return a.first < b.first; });
-      for (const auto& [v, row] : probe_rows[g]) rows.push_back(row);
+      for (auto& [v, row] : probe_rows[g]) rows.push_back(std::move(row));
       SearchRow s;
       s.values = grid[g];
       s.id = point_id(grid[g]);

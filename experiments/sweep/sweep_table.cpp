@@ -107,8 +107,7 @@ void write_sweep_table(const std::string& dir, const SweepTableInfo& info, const
   std::vector<std::map<std::string, double>> summaries(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     if (!rows[i].ok) continue;
-    const std::string file = (fs::path(dir) / "points" / rows[i].point->id / "results.h5").string();
-    for (const ResultsAttr& a : read_results_attrs(file, "summary")) {
+    for (const ResultsAttr& a : rows[i].summary) {
       if (a.is_text) continue;
       if (!metric_index.count(a.name)) {
         metric_index[a.name] = metric_names.size();

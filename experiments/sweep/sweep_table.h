@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/metrics/results_file.h"
 #include "experiments/sweep/sweep_points.h"
 
 namespace testbed {
@@ -22,6 +23,7 @@ namespace testbed {
 struct PointRow {
   const SweepPoint* point = nullptr;
   bool ok = false;
+  std::vector<ResultsAttr> summary;  // the point's /summary (ok points)
 };
 
 struct SearchRow {
@@ -40,8 +42,8 @@ struct SweepTableInfo {
   std::vector<std::pair<std::string, std::string>> search_attrs;  // metric, target, direction, tolerance
 };
 
-// Reads each ok point's /summary from DIR/points/<id>/results.h5 and writes
-// sweep.h5, sweep.csv (and search.csv), each to a temporary name first.
+// Writes sweep.h5, sweep.csv (and search.csv) from the rows' summaries, each
+// to a temporary name first.
 void write_sweep_table(const std::string& dir, const SweepTableInfo& info, const std::vector<PointRow>& rows,
                        const std::vector<SearchRow>& search);
 
