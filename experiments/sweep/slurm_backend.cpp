@@ -42,6 +42,8 @@ struct SlurmParams : ParamsOf<SlurmParams> {
   std::string options;            // more sbatch options, space-separated (--constraint=h100 --exclusive)
   std::string sbatch = "sbatch";  // the sbatch command
   int max_array_size = 1000;      // most tasks in one array (Slurm's MaxArraySize is 1001 by default)
+  int points_per_task = 1;        // points one array task runs one after another (tiny points: Slurm's
+                                  // per-task launch cost, about a second, dwarfs them)
   void bind(OptionTable& t) override {
     t.add("slurm.partition", &partition, "partition of the array tasks (empty: the cluster's default)");
     t.add("slurm.time", &time, "time limit per task ([D-]HH:MM:SS or minutes)");
@@ -53,11 +55,13 @@ struct SlurmParams : ParamsOf<SlurmParams> {
     t.add("slurm.options", &options, "more sbatch options, space-separated (each --name or --name=value)");
     t.add("slurm.sbatch", &sbatch, "the sbatch command");
     t.add("slurm.max_array_size", &max_array_size, "most tasks in one job array (the cluster's MaxArraySize - 1)");
+    t.add("slurm.points_per_task", &points_per_task, "points each array task runs in turn (for many small points)");
   }
   void validate() const override {
     require(cpus_per_task >= 1, "slurm.cpus_per_task", "must be >= 1");
     require(max_parallel >= 0, "slurm.max_parallel", "must be >= 0");
     require(max_array_size >= 1, "slurm.max_array_size", "must be >= 1");
+    require(points_per_task >= 1, "slurm.points_per_task", "must be >= 1");
     require(!time.empty() && time.find_first_not_of("0123456789:-") == std::string::npos, "slurm.time",
             "'" + time + "' is not a Slurm time ([D-]HH:MM:SS or minutes)");
     const size_t digits = mem.find_first_not_of("0123456789");
@@ -107,8 +111,9 @@ class SlurmBackend : public SweepBackend {
       fs::path script, log;
     };
     std::vector<Submission> submitted;
-    for (size_t first = 0; first < tasks.size(); first += p_.max_array_size, ++array) {
-      const size_t n = std::min(tasks.size() - first, static_cast<size_t>(p_.max_array_size));
+    const size_t per_array = static_cast<size_t>(p_.max_array_size) * p_.points_per_task;
+    for (size_t first = 0; first < tasks.size(); first += per_array, ++array) {
+      const size_t n = std::min(tasks.size() - first, per_array);
       const std::string name = "array-" + std::to_string(array);
       {
         std::ofstream ids(dir / (name + ".points"));
@@ -152,16 +157,20 @@ class SlurmBackend : public SweepBackend {
   }
 
  private:
+  // The array script for `n` points: task i runs lines i*K+1 .. i*K+K of the
+  // points file (K = points_per_task), each as its point's `testbed run`.
   void write_script(const fs::path& script, const fs::path& points, const fs::path& dir, const std::string& name,
                     size_t n) const {
+    const size_t k = static_cast<size_t>(p_.points_per_task);
+    const size_t num_tasks = (n + k - 1) / k;
     std::ofstream s(script);
     s << "#!/bin/bash\n"
-         "# Written by testbed sweep: one array task per line of "
-      << points.filename().string()
-      << ", each its point's `testbed run`.\n"
+         "# Written by testbed sweep: array task i runs the points on lines i*"
+      << k << "+1 .. i*" << k << "+" << k << " of " << points.filename().string()
+      << ",\n# each as its own `testbed run`.\n"
          "#SBATCH --job-name=testbed-sweep\n"
          "#SBATCH --array=0-"
-      << n - 1 << (p_.max_parallel > 0 ? "%" + std::to_string(p_.max_parallel) : "") << "\n"
+      << num_tasks - 1 << (p_.max_parallel > 0 ? "%" + std::to_string(p_.max_parallel) : "") << "\n"
       << "#SBATCH --chdir=" << setup_.work_dir << "\n"
       << "#SBATCH --output=" << (dir / (name + "-%a.out")).string() << "\n"
       << "#SBATCH --time=" << p_.time << "\n"
@@ -172,11 +181,22 @@ class SlurmBackend : public SweepBackend {
     if (!p_.qos.empty()) s << "#SBATCH --qos=" << p_.qos << "\n";
     std::istringstream words(p_.options);
     for (std::string w; words >> w;) s << "#SBATCH " << w << "\n";
-    s << "set -eu\n"
-      << "id=$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" " << quote(points.string()) << ")\n"
-      << "dir=" << quote(setup_.sweep_dir + "/points") << "/$id\n"
-      << "exec " << quote(setup_.testbed) << " run \"$dir/point.ini\" --output \"$dir\""
-      << " >\"$dir/log.txt\" 2>&1\n";
+    const std::string run = quote(setup_.testbed) + " run \"$dir/point.ini\" --output \"$dir\" >\"$dir/log.txt\" 2>&1";
+    const std::string points_dir = quote(setup_.sweep_dir + "/points");
+    s << "set -eu\n";
+    if (k == 1) {
+      s << "id=$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" " << quote(points.string()) << ")\n"
+        << "dir=" << points_dir << "/$id\n"
+        << "exec " << run << "\n";
+    } else {
+      s << "first=$((SLURM_ARRAY_TASK_ID * " << k << " + 1))\n"
+        << "status=0\n"
+        << "for id in $(sed -n \"${first},$((first + " << k - 1 << "))p\" " << quote(points.string()) << "); do\n"
+        << "  dir=" << points_dir << "/$id\n"
+        << "  " << run << " || status=1\n"
+        << "done\n"
+        << "exit $status\n";
+    }
     if (!s) throw std::runtime_error(script.string() + ": cannot write");
   }
 

@@ -3,7 +3,7 @@
 # Runs one small sweep with the local backend and with the slurm backend (a
 # real sbatch job array, waited for), and checks the merged tables are equal;
 # then deletes one point's results and re-submits: only that point reruns and
-# the table is unchanged.
+# the table is unchanged; and again with 4 points per array task.
 #
 #   tests/slurm/test_sweep_slurm.sh BUILD_DIR
 #
@@ -81,4 +81,9 @@ rm "slurm/points/$victim/results.h5"
 grep -q "5 done earlier, 1 ran" resume.log || { cat resume.log >&2; echo "FAIL: resume" >&2; exit 1; }
 grep -q -- "--array=0-0%4" slurm/slurm/array-1.sbatch || { echo "FAIL: resume array" >&2; exit 1; }
 cmp local/sweep.csv slurm/sweep.csv || { echo "FAIL: resumed table differs" >&2; exit 1; }
+# Several points per array task (slurm.points_per_task): the same table from fewer, longer tasks.
+sed 's/^max_parallel = 4$/points_per_task = 4/' sweep.ini >batched.ini
+"$testbed" sweep batched.ini --output batched --backend slurm >batched.log 2>&1 || { cat batched.log >&2; exit 1; }
+grep -q -- "--array=0-1$" batched/slurm/array-0.sbatch || { echo "FAIL: 6 points in tasks of 4 are 2 tasks" >&2; exit 1; }
+cmp local/sweep.csv batched/sweep.csv || { echo "FAIL: points_per_task changed the table" >&2; exit 1; }
 awk -v s="$start" -v e="$end" 'BEGIN { printf "ok: 6 points on Slurm equal the local backend; submit to merged table %.1f s\n", e - s }'
