@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
@@ -93,6 +94,24 @@ bool complete(const SweepPoint& p, const fs::path& dir, PointResults* out, bool*
   }
   if (stale) *stale = true;
   return false;
+}
+
+// The sweep file as DIR/sweep.ini keeps it: the same text, its base made
+// absolute so that the copy runs from anywhere.
+std::string record_of(const std::string& sweep_path, const std::string& base) {
+  std::istringstream in(read_text(sweep_path));
+  std::string out, line;
+  bool replaced = false;
+  while (std::getline(in, line)) {
+    const size_t a = line.find_first_not_of(" \t");
+    if (!replaced && a != std::string::npos && line.compare(a, 4, "base") == 0 &&
+        line.find_first_not_of(" \t", a + 4) == line.find('=')) {
+      line = "base = " + fs::absolute(base).lexically_normal().string();
+      replaced = true;
+    }
+    out += line + "\n";
+  }
+  return out;
 }
 
 double summary_value(const std::vector<ResultsAttr>& summary, const std::string& name, bool* found) {
@@ -233,10 +252,19 @@ int run_sweep(const SweepOptions& opt) {
       check_id(grid_points.back());
       continue;
     }
-    for (double v : {search.low, search.high}) {
+    // The bracket's ends and a midpoint must be valid configs (a midpoint of an
+    // integer key is not, unless the search probes whole numbers).
+    const double mid = search.integer ? std::floor((search.low + search.high) / 2) : (search.low + search.high) / 2;
+    for (double v : {search.low, search.high, mid}) {
       PointValues probe = values;
       probe.emplace_back(search.key, format_probe(v, search.integer));
-      resolver.resolve(probe);  // the bracket's ends must be valid configs
+      try {
+        resolver.resolve(probe);
+      } catch (const ConfigError& e) {
+        if (v != mid) throw;
+        throw ConfigError(std::string(e.what()) + " (a midpoint of the search; search.integer = true probes whole "
+                                                  "numbers)");
+      }
     }
   }
 
@@ -260,7 +288,7 @@ int run_sweep(const SweepOptions& opt) {
 
   const fs::path dir = fs::absolute(dir_text).lexically_normal();
   fs::create_directories(dir / "points");
-  fs::copy_file(opt.sweep_path, dir / "sweep.ini", fs::copy_options::overwrite_existing);
+  write_file_atomically(dir / "sweep.ini", record_of(opt.sweep_path, sweep.base));
   BackendSetup setup;
   setup.testbed = opt.testbed.empty() ? fs::canonical("/proc/self/exe").string() : opt.testbed;
   setup.work_dir = fs::current_path().string();

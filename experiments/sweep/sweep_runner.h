@@ -2,7 +2,7 @@
 // that have no complete results on a backend (a search probes round by round),
 // and merges the results into DIR/sweep.h5 and DIR/sweep.csv.
 //
-//   DIR/sweep.ini               a copy of the sweep file
+//   DIR/sweep.ini               a copy of the sweep file (its base made absolute: it reruns the sweep)
 //   DIR/points/<id>/point.ini   the point's resolved config (`testbed run` input)
 //   DIR/points/<id>/results.h5  config.ini  log.txt   (the run's own files)
 //   DIR/sweep.h5  sweep.csv  [search.csv]             (sweep_table.h)

@@ -197,6 +197,10 @@ TEST_CASE("bad sweep input exits 2 naming it and writes nothing", "[cli][sweep]"
                              "metric = slo_attainment\n"),
                  out),
        "both swept and searched"},
+      {sweep_cmd(write_sweep(dir, "intkey.ini",
+                             "[search]\nkey = scheduler.max_num_seqs\nlow = 1\nhigh = 64\nmetric = slo_attainment\n"),
+                 out),
+       "search.integer = true"},
       {"sweep " + (dir / "missing.ini").string(), "missing.ini"},
   };
   for (const auto& [args, expected] : cases) {
