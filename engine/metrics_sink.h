@@ -17,6 +17,8 @@ struct StepRecord {
   int prefill_tokens = 0;
   int decode_tokens = 0;
   int kv_blocks_used = 0;
+  int kv_block_size = 0;     // tokens per block: kv_blocks_used x kv_block_size slots
+  int64_t kv_tokens = 0;     // tokens the running sequences hold after the step (each sequence's own)
   int num_preempted = 0;
   int num_waiting = 0;  // after the step
   int num_running = 0;  // after the step

@@ -14,12 +14,17 @@ void SchedulerConfig::bind(OptionTable& t) {
   t.add("scheduler.chunked_prefill", &chunked_prefill, "split long prompts across steps");
   t.add("scheduler.chunk_size", &chunk_size, "most prompt tokens one sequence gets per step");
   policy.bind(t);
+  t.add("scheduler.kv_reservation", &kv_reservation,
+        "KV reserved at admission: paged (none) | max_length | pow2 | oracle (prompt + output), as before paging");
 }
 
 void SchedulerConfig::validate() const {
   require(max_num_seqs > 0, "scheduler.max_num_seqs", "must be positive");
   require(max_batch_tokens > 0, "scheduler.max_batch_tokens", "must be positive");
   require(chunk_size > 0, "scheduler.chunk_size", "must be positive");
+  require(kv_reservation == "paged" || kv_reservation == "max_length" || kv_reservation == "pow2" ||
+              kv_reservation == "oracle",
+          "scheduler.kv_reservation", "must be paged, max_length, pow2 or oracle, got '" + kv_reservation + "'");
   policy.validate();
 }
 
@@ -40,9 +45,28 @@ void Scheduler::add_running(std::unique_ptr<Sequence> seq) {
   insert_running(std::move(seq));
 }
 
+int Scheduler::reservation_tokens(const Sequence& seq) const {
+  const int total = seq.num_prompt_tokens() + seq.max_output_tokens();
+  const std::string& mode = config_.kv_reservation;
+  if (mode == "max_length") return max_model_len_;
+  if (mode == "oracle") return total;
+  if (mode == "pow2") {
+    int64_t p = 1;
+    while (p < total) p *= 2;
+    return static_cast<int>(std::min<int64_t>(p, max_model_len_));
+  }
+  return 0;
+}
+
+int64_t Scheduler::num_running_tokens() const {
+  int64_t n = 0;
+  for (const auto& s : running_) n += s->num_computed_tokens;
+  return n;
+}
+
 void Scheduler::check_admissible(const Sequence& seq) const {
   const int total = seq.num_prompt_tokens() + seq.max_output_tokens();
-  const int blocks = (total + kv_.block_size() - 1) / kv_.block_size();
+  const int blocks = kv_.blocks_needed(std::max(total, reservation_tokens(seq)));
   const char* key = nullptr;
   std::string why;
   if (seq.num_prompt_tokens() <= 0) {
@@ -172,6 +196,13 @@ void Scheduler::admit_waiting(Batch& batch, int& budget, double /*now*/) {
     const PrefixHit hit = kv_.find_cached_prefix(seq);
     const int n = chunk_limit(seq.num_tokens() - hit.num_tokens(), budget);
     if (n == 0 || !kv_.allocate(seq, n, hit)) break;
+    // Reservation (scheduler.kv_reservation): the rest of its reserved length now, or wait.
+    const int reserve = reservation_tokens(seq) - (seq.num_computed_tokens + n);
+    if (reserve > 0 && !kv_.allocate(seq, n, reserve)) {
+      kv_.free(seq);
+      seq.num_computed_tokens = 0;
+      break;
+    }
     if (seq.num_cached_tokens < 0) seq.num_cached_tokens = hit.num_tokens();
     seq.status = SeqStatus::Running;
     batch.items.emplace_back(&seq, seq.num_computed_tokens, n);

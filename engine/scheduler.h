@@ -42,6 +42,11 @@ struct SchedulerConfig {
   bool chunked_prefill = true;
   int chunk_size = 2048;  // most prompt tokens one sequence gets per step
   Choice<SchedulingPolicyRegistry> policy{"scheduler.policy", "fcfs", "scheduling policy"};
+  // KV reserved when a sequence is admitted, as systems before paged attention
+  // did (vLLM paper, Kwon et al. SOSP '23, section 6.2): paged (none: blocks as
+  // tokens come), max_length (model.max_model_len tokens), pow2 (the next power
+  // of two of prompt + output, at most max_model_len), oracle (exactly prompt + output).
+  std::string kv_reservation = "paged";
   void bind(OptionTable& table);
   void validate() const;
 };
@@ -59,6 +64,9 @@ class Scheduler {
   // Prefill instances: a sequence whose prompt is done leaves the engine
   // after its first token (StepOutcome::handed_off) instead of decoding here.
   void set_hand_off_after_prefill(bool on) { hand_off_after_prefill_ = on; }
+
+  // KV tokens the running sequences hold (their computed tokens).
+  int64_t num_running_tokens() const;
 
   // Forms this step's batch into `batch` (its buffers are reused).
   void schedule(double now, Batch& batch);
@@ -86,6 +94,8 @@ class Scheduler {
   void insert_waiting(std::unique_ptr<Sequence> seq, double now);
   void insert_running(std::unique_ptr<Sequence> seq);
   int chunk_limit(int remaining, int budget) const;
+  // Tokens of KV reserved for seq at admission under scheduler.kv_reservation (0: paged).
+  int reservation_tokens(const Sequence& seq) const;
 
   SchedulerConfig config_;
   KvCacheManager& kv_;

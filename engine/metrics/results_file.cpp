@@ -177,6 +177,7 @@ void ResultsFile::write_steps(const std::vector<StepRecord>& s) {
   add_column("steps", "prefill_tokens", column<int32_t>(s, [](const S& x) { return x.prefill_tokens; }));
   add_column("steps", "decode_tokens", column<int32_t>(s, [](const S& x) { return x.decode_tokens; }));
   add_column("steps", "kv_blocks_used", column<int32_t>(s, [](const S& x) { return x.kv_blocks_used; }));
+  add_column("steps", "kv_tokens", column<int64_t>(s, [](const S& x) { return x.kv_tokens; }));
   add_column("steps", "num_preempted", column<int32_t>(s, [](const S& x) { return x.num_preempted; }));
   add_column("steps", "num_waiting", column<int32_t>(s, [](const S& x) { return x.num_waiting; }));
   add_column("steps", "num_running", column<int32_t>(s, [](const S& x) { return x.num_running; }));

@@ -7,7 +7,7 @@
 //   /requests  id, instance, arrival_s, first_token_s, finish_s, ttft_s, tpot_s, e2e_s,
 //              prompt_tokens, cached_tokens, output_tokens, preemptions
 //   /steps     instance, start_s, duration_s, num_seqs, prefill_tokens, decode_tokens,
-//              kv_blocks_used, num_preempted, num_waiting, num_running (the last two after the step)
+//              kv_blocks_used, kv_tokens, num_preempted, num_waiting, num_running (the last three after the step)
 //   /summary   attributes (see summary.h)
 //   /config    attributes: the resolved config, key -> value string
 #pragma once

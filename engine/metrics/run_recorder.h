@@ -40,6 +40,10 @@ class RunRecorder : public MetricsSink {
   const LogHistogram& itl() const { return itl_; }
   int64_t num_steps() const { return num_steps_; }
   double busy_s() const { return busy_s_; }  // sum of step durations, all instances
+  // Integrals over steps of duration x (KV slots allocated, KV tokens held, sequences in the step).
+  double kv_slot_seconds() const { return kv_slot_s_; }
+  double kv_token_seconds() const { return kv_token_s_; }
+  double seq_seconds() const { return seq_s_; }
   // Sum of step durations per instance (index = instance id).
   const std::vector<double>& busy_by_instance() const { return busy_by_instance_; }
   const std::vector<InstanceSample>& samples() const { return samples_; }
@@ -59,6 +63,7 @@ class RunRecorder : public MetricsSink {
   std::vector<int64_t> token_owner_;
   LogHistogram itl_;
   int64_t num_arrived_ = 0, num_steps_ = 0, num_blocks_stored_ = 0, num_blocks_removed_ = 0;
+  double kv_slot_s_ = 0.0, kv_token_s_ = 0.0, seq_s_ = 0.0;
   double busy_s_ = 0;
 };
 

@@ -109,6 +109,11 @@ Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& sl
   s.set("slo_attainment", reqs.empty() ? 0.0 : static_cast<double>(good) / reqs.size());
   s.set("preemptions", preemptions);
   s.set("num_steps", static_cast<double>(rec.num_steps()));
+  // Time-weighted over busy steps: the sequences a step carries, and the share of
+  // allocated KV slots holding no token (reservation and the last block's unused
+  // part; each sequence's tokens count, so shared prefix blocks lower it).
+  s.set("batch_size_mean", rec.busy_s() > 0 ? rec.seq_seconds() / rec.busy_s() : NAN);
+  s.set("kv_waste_mean", rec.kv_slot_seconds() > 0 ? 1.0 - rec.kv_token_seconds() / rec.kv_slot_seconds() : NAN);
   s.set("num_instances", num_instances);
   s.set("busy_gpu_seconds", rec.busy_s());
   s.set("gpu_seconds", num_instances * duration);

@@ -1,9 +1,12 @@
 // Scheduler: batch limits, chunking, preemption, conservation and prefix-hit
 // accounting, driven by the simulated executor on a virtual clock.
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <map>
 
 #include "engine/engine.h"
 #include "engine/metrics/run_recorder.h"
+#include "engine/metrics/summary.h"
 #include "sim/cost_model.h"
 #include "sim/sim_executor.h"
 #include "support/engine_harness.h"
@@ -194,4 +197,75 @@ TEST_CASE("requests that can never run are rejected with the limiting key", "[sc
   auto small = sim_engine(EngineConfig{}, 2, nullptr);
   r.prompt.resize(40);
   CHECK_THROWS_WITH(small->add_request(r, 0), Catch::Contains("cache.num_blocks"));
+}
+
+TEST_CASE("kv_reservation reserves each admitted sequence's length up front and paging wastes least",
+          "[scheduler][reservation]") {
+  // 40 requests of varied lengths arriving at once into a cache of 64 blocks of 8 tokens.
+  const auto make_requests = [] {
+    Rng rng(11);
+    std::vector<Request> reqs;
+    for (int i = 0; i < 40; ++i) {
+      Request r;
+      r.id = i;
+      r.arrival_s = 0.0;
+      r.prompt = random_tokens(rng, 8 + static_cast<int>(rng.below(40)), 1000);
+      r.max_output_tokens = 1 + static_cast<int>(rng.below(30));
+      reqs.push_back(r);
+    }
+    return reqs;
+  };
+  std::map<std::string, double> waste, batch;
+  for (const std::string mode : {"paged", "oracle", "pow2", "max_length"}) {
+    INFO(mode);
+    EngineConfig cfg;
+    cfg.scheduler.max_num_seqs = 64;
+    cfg.scheduler.max_batch_tokens = 512;
+    cfg.scheduler.kv_reservation = mode;
+    cfg.cache.block_size = 8;
+    cfg.cache.prefix_cache = false;
+    cfg.max_model_len = 128;
+    RunRecorder rec;
+    auto engine = sim_engine(cfg, 64, &rec);
+    const std::vector<Request> reqs = make_requests();
+    run_virtual(*engine, reqs, 0.01, [&](Engine& e, const Batch&) {
+      // Every running sequence holds at least its reserved length's blocks (never fewer).
+      for (const Sequence* s : e.scheduler().live_sequences()) {
+        if (s->status != SeqStatus::Running) continue;
+        const int total = s->num_prompt_tokens() + s->max_output_tokens();
+        int reserved = 0;
+        if (mode == "oracle") reserved = total;
+        if (mode == "max_length") reserved = 128;
+        if (mode == "pow2") reserved = std::min(128, 1 << static_cast<int>(std::ceil(std::log2(total))));
+        REQUIRE(static_cast<int>(s->block_table.size()) >= (reserved + 7) / 8);
+      }
+      REQUIRE(e.kv_cache().check_invariants(e.scheduler().live_sequences()).empty());
+    });
+    REQUIRE(rec.num_finished() == 40);  // reservation delays admission but loses nothing
+    CHECK(engine->kv_cache().num_used_blocks() == 0);
+    if (mode != "paged") CHECK(engine->scheduler().num_preemptions() == 0);  // reserved sequences never grow
+    const Summary s = summarize(rec, 1, SloConfig{});
+    waste[mode] = s.get("kv_waste_mean");
+    batch[mode] = s.get("batch_size_mean");
+  }
+  // Paging wastes at most the last block's unused part; max-length reservation the most.
+  CHECK(waste["paged"] < 7.0 / 8.0 * 0.5);
+  CHECK(waste["paged"] < waste["oracle"]);
+  CHECK(waste["oracle"] < waste["pow2"]);
+  CHECK(waste["pow2"] < waste["max_length"]);
+  CHECK(batch["paged"] > batch["max_length"]);
+  CHECK(batch["max_length"] <= 64.0 / (128 / 8));  // four 128-token reservations fill the cache
+
+  // A reservation the cache can never hold is refused at once, naming the key.
+  EngineConfig cfg;
+  cfg.scheduler.kv_reservation = "max_length";
+  cfg.cache.block_size = 8;
+  cfg.max_model_len = 1024;
+  RunRecorder rec;
+  auto engine = sim_engine(cfg, 64, &rec);
+  Request r;
+  r.id = 0;
+  r.prompt = std::vector<int32_t>(10, 1);
+  r.max_output_tokens = 5;
+  CHECK_THROWS_WITH(engine->add_request(r, 0.0), Catch::Contains("cache.num_blocks"));
 }

@@ -339,7 +339,7 @@ TEST_CASE("write_requests of no requests writes empty columns", "[metrics][resul
   CHECK(members(r).size() == 12);
   for (const std::string& name : members(r)) CHECK(length(r.openDataSet(name)) == 0);
   H5::Group s = file.openGroup("steps");
-  CHECK(members(s).size() == 10);
+  CHECK(members(s).size() == 11);
   for (const std::string& name : members(s)) CHECK(length(s.openDataSet(name)) == 0);
 }
 
@@ -356,6 +356,7 @@ TEST_CASE("write_steps writes the documented step columns", "[metrics][results_f
     s.prefill_tokens = 100 * i;
     s.decode_tokens = 2 + i;
     s.kv_blocks_used = 10 + i;
+    s.kv_tokens = 150 + 7 * i;
     s.num_preempted = i == 3 ? 1 : 0;
     s.num_waiting = 4 - i;
     s.num_running = 3 + i;
@@ -369,8 +370,8 @@ TEST_CASE("write_steps writes the documented step columns", "[metrics][results_f
   H5::H5File file(path, H5F_ACC_RDONLY);
   H5::Group g = file.openGroup("steps");
   CHECK(members(g) == std::set<std::string>{"instance", "start_s", "duration_s", "num_seqs", "prefill_tokens",
-                                            "decode_tokens", "kv_blocks_used", "num_preempted", "num_waiting",
-                                            "num_running"});
+                                            "decode_tokens", "kv_blocks_used", "kv_tokens", "num_preempted",
+                                            "num_waiting", "num_running"});
   // Steps keep their order.
   const auto instance = read_int32s(g, "instance");
   const auto start = read_doubles(g, "start_s");
@@ -379,12 +380,13 @@ TEST_CASE("write_steps writes the documented step columns", "[metrics][results_f
   const auto prefill = read_int32s(g, "prefill_tokens");
   const auto decode = read_int32s(g, "decode_tokens");
   const auto kv = read_int32s(g, "kv_blocks_used");
+  const auto kv_tokens = read_int64s(g, "kv_tokens");
   const auto preempted = read_int32s(g, "num_preempted");
   const auto waiting = read_int32s(g, "num_waiting");
   const auto running = read_int32s(g, "num_running");
   REQUIRE(instance.size() == steps.size());
   for (size_t n : {start.size(), duration.size(), num_seqs.size(), prefill.size(), decode.size(), kv.size(),
-                   preempted.size(), waiting.size(), running.size()})
+                   kv_tokens.size(), preempted.size(), waiting.size(), running.size()})
     CHECK(n == steps.size());
   for (size_t i = 0; i < steps.size(); ++i) {
     INFO("step " << i);
@@ -395,6 +397,7 @@ TEST_CASE("write_steps writes the documented step columns", "[metrics][results_f
     CHECK(prefill[i] == steps[i].prefill_tokens);
     CHECK(decode[i] == steps[i].decode_tokens);
     CHECK(kv[i] == steps[i].kv_blocks_used);
+    CHECK(kv_tokens[i] == steps[i].kv_tokens);
     CHECK(preempted[i] == steps[i].num_preempted);
     CHECK(waiting[i] == steps[i].num_waiting);
     CHECK(running[i] == steps[i].num_running);
