@@ -148,11 +148,8 @@ std::vector<std::string> expand_values(const std::string& text, const std::strin
     }
   }
   std::vector<std::string> values = split_list(t, origin);
-  std::set<std::string> seen;
-  for (const std::string& v : values) {
+  for (const std::string& v : values)
     if (v.empty()) throw ConfigError(origin + ": empty value in the list '" + t + "'");
-    if (!seen.insert(v).second) throw ConfigError(origin + ": value '" + v + "' is listed twice");
-  }
   return values;
 }
 
@@ -232,6 +229,28 @@ SweepFile read_sweep_file(const std::string& path) {
       len = it->values.size();
     }
     sweep.zips.push_back(group);
+  }
+  // The same point twice: a value listed twice, or (zipped) the same tuple twice.
+  for (const SweepAxis& a : sweep.axes) {
+    if (zipped.count(a.key)) continue;
+    std::set<std::string> seen;
+    for (const std::string& v : a.values)
+      if (!seen.insert(v).second) throw ConfigError(a.origin + ": value '" + v + "' is listed twice");
+  }
+  for (size_t z = 0; z < sweep.zips.size(); ++z) {
+    std::set<std::vector<std::string>> seen;
+    const auto& group = sweep.zips[z];
+    const SweepAxis* first = nullptr;
+    for (const SweepAxis& a : sweep.axes)
+      if (a.key == group.front()) first = &a;
+    for (size_t i = 0; i < first->values.size(); ++i) {
+      std::vector<std::string> tuple;
+      for (const std::string& k : group)
+        for (const SweepAxis& a : sweep.axes)
+          if (a.key == k) tuple.push_back(a.values[i]);
+      if (!seen.insert(tuple).second)
+        throw ConfigError(zip_lines[z].second + ": zip: entry " + std::to_string(i + 1) + " repeats an earlier one");
+    }
   }
   return sweep;
 }

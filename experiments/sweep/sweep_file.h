@@ -83,6 +83,7 @@ SweepFile read_sweep_file(const std::string& path);
 // The values a [sweep] line gives: a comma-separated list (double quotes keep
 // commas), range(START, STOP, STEP) or geometric(START, STOP, FACTOR); both
 // include STOP when the steps reach it. Throws ConfigError naming `origin`.
+// (A value listed twice is refused by read_sweep_file, unless its list is zipped.)
 std::vector<std::string> expand_values(const std::string& text, const std::string& origin);
 
 // One point: the swept keys with their values, in axis order.

@@ -132,11 +132,14 @@ std::string last_line(const fs::path& log) {
   return last.empty() ? "(empty log)" : last;
 }
 
+// A probed value as text: whole numbers for integer searches, else 12
+// significant digits (a midpoint prints as 8.46640625, not 8.466406249999999).
 std::string format_probe(double v, bool integer) {
-  if (!integer) return format_value(v);
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f", v);
-  return buf;
+  std::snprintf(buf, sizeof buf, integer ? "%.0f" : "%.12g", v);
+  double rounded = 0;
+  parse_value(buf, rounded);
+  return integer ? std::string(buf) : format_value(rounded);
 }
 
 // Runs batches of points on the backend, skipping the complete ones, and keeps the counts.
