@@ -14,6 +14,8 @@ void SchedulerConfig::bind(OptionTable& t) {
   t.add("scheduler.chunked_prefill", &chunked_prefill, "split long prompts across steps");
   t.add("scheduler.chunk_size", &chunk_size, "most prompt tokens one sequence gets per step");
   policy.bind(t);
+  t.add("scheduler.admission_watermark", &admission_watermark,
+        "share of KV blocks admission leaves free for running sequences to grow (vLLM: 0.01)");
   t.add("scheduler.kv_reservation", &kv_reservation,
         "KV reserved at admission: paged (none) | max_length | pow2 | oracle (prompt + output), as before paging");
 }
@@ -22,6 +24,7 @@ void SchedulerConfig::validate() const {
   require(max_num_seqs > 0, "scheduler.max_num_seqs", "must be positive");
   require(max_batch_tokens > 0, "scheduler.max_batch_tokens", "must be positive");
   require(chunk_size > 0, "scheduler.chunk_size", "must be positive");
+  require(admission_watermark >= 0 && admission_watermark < 1, "scheduler.admission_watermark", "must be in [0, 1)");
   require(kv_reservation == "paged" || kv_reservation == "max_length" || kv_reservation == "pow2" ||
               kv_reservation == "oracle",
           "scheduler.kv_reservation", "must be paged, max_length, pow2 or oracle, got '" + kv_reservation + "'");
@@ -32,6 +35,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv, int max_
     : config_(config), kv_(kv), max_model_len_(max_model_len) {
   config_.validate();
   policy_ = config_.policy.create();
+  watermark_blocks_ = static_cast<int>(config_.admission_watermark * kv_.num_blocks());
 }
 
 void Scheduler::add(std::unique_ptr<Sequence> seq, double now) {
@@ -195,7 +199,13 @@ void Scheduler::admit_waiting(Batch& batch, int& budget, double /*now*/) {
     Sequence& seq = *waiting_.front();
     const PrefixHit hit = kv_.find_cached_prefix(seq);
     const int n = chunk_limit(seq.num_tokens() - hit.num_tokens(), budget);
-    if (n == 0 || !kv_.allocate(seq, n, hit)) break;
+    if (n == 0) break;
+    // The watermark: admission leaves watermark_blocks free (the running ones' room to grow).
+    if (watermark_blocks_ > 0 &&
+        kv_.num_blocks() - kv_.num_used_blocks() - kv_.blocks_needed(seq.num_tokens() - hit.num_tokens()) <
+            watermark_blocks_)
+      break;
+    if (!kv_.allocate(seq, n, hit)) break;
     // Reservation (scheduler.kv_reservation): the rest of its reserved length now, or wait.
     const int reserve = reservation_tokens(seq) - (seq.num_computed_tokens + n);
     if (reserve > 0 && !kv_.allocate(seq, n, reserve)) {

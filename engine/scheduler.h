@@ -47,6 +47,9 @@ struct SchedulerConfig {
   // tokens come), max_length (model.max_model_len tokens), pow2 (the next power
   // of two of prompt + output, at most max_model_len), oracle (exactly prompt + output).
   std::string kv_reservation = "paged";
+  // Admission keeps this share of the KV blocks free for running sequences to
+  // grow into (vLLM's block-manager watermark, 0.01 there); 0: admit while blocks last.
+  double admission_watermark = 0.0;
   void bind(OptionTable& table);
   void validate() const;
 };
@@ -100,6 +103,7 @@ class Scheduler {
   SchedulerConfig config_;
   KvCacheManager& kv_;
   int max_model_len_;
+  int watermark_blocks_ = 0;
   bool hand_off_after_prefill_ = false;
   std::unique_ptr<SchedulingPolicy> policy_;
   SequenceQueue waiting_;

@@ -269,3 +269,38 @@ TEST_CASE("kv_reservation reserves each admitted sequence's length up front and 
   r.max_output_tokens = 5;
   CHECK_THROWS_WITH(engine->add_request(r, 0.0), Catch::Contains("cache.num_blocks"));
 }
+
+TEST_CASE("an admission watermark keeps room for running sequences to grow", "[scheduler][reservation]") {
+  // Long prompts with long answers in a small cache: without headroom, admission
+  // fills the cache and decoding sequences preempt each other.
+  std::map<double, int64_t> preemptions;
+  for (double watermark : {0.0, 0.1}) {
+    EngineConfig cfg;
+    cfg.scheduler.max_num_seqs = 64;
+    cfg.scheduler.max_batch_tokens = 256;
+    cfg.scheduler.admission_watermark = watermark;
+    cfg.cache.block_size = 8;
+    cfg.cache.prefix_cache = false;
+    cfg.max_model_len = 256;
+    RunRecorder rec;
+    auto engine = sim_engine(cfg, 100, &rec);
+    Rng rng(5);
+    std::vector<Request> reqs;
+    for (int i = 0; i < 40; ++i) {
+      Request r;
+      r.id = i;
+      r.arrival_s = 0.002 * i;
+      r.prompt = random_tokens(rng, 40 + static_cast<int>(rng.below(60)), 1000);
+      r.max_output_tokens = 40 + static_cast<int>(rng.below(60));
+      reqs.push_back(r);
+    }
+    run_virtual(*engine, reqs, 0.01, [&](Engine& e, const Batch&) {
+      REQUIRE(e.kv_cache().check_invariants(e.scheduler().live_sequences()).empty());
+    });
+    REQUIRE(rec.num_finished() == 40);
+    CHECK(engine->kv_cache().num_used_blocks() == 0);
+    preemptions[watermark] = engine->scheduler().num_preemptions();
+  }
+  CHECK(preemptions[0.0] > 0);
+  CHECK(preemptions[0.1] < preemptions[0.0]);
+}
