@@ -389,7 +389,7 @@ int run_sweep(const SweepOptions& opt) {
   for (const SearchRow& s : search_rows) {
     std::printf("search        %s: %s", describe(s.values).c_str(), s.status.c_str());
     if (s.status == "found" || s.status == "above_range")
-      std::printf(", %s = %s holds %s %s %s", search.key.c_str(), format_value(s.highest_holding).c_str(),
+      std::printf(", %s = %s holds %s %s %s", search.key.c_str(), format_probe(s.highest_holding, search.integer).c_str(),
                   search.metric.c_str(), search.direction == "at_least" ? ">=" : "<=",
                   format_value(search.target).c_str());
     std::printf(" (%d probes)\n", s.num_probes);

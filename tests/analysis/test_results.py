@@ -32,7 +32,7 @@ SUMMARY_KEYS = [
     "ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_mean_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s",
     "e2e_mean_s", "e2e_p50_s", "e2e_p90_s", "e2e_p99_s", "throughput_tok_s", "request_throughput_rps",
     "prefix_hit_rate", "preemptions", "gpu_hours_saved_per_day", "load_imbalance_requests",
-    "busy_gpu_seconds_per_request", "requests_per_day",
+    "busy_gpu_seconds_per_request", "requests_per_day", "batch_size_mean", "kv_waste_mean",
 ]
 NORMALIZED_LATENCY_KEYS = [f"normalized_latency_{q}_s" for q in ["mean", "p50", "p90", "p95", "p99"]]
 
@@ -370,6 +370,41 @@ class PlotScriptsTest(unittest.TestCase):
         p = run_script("papers/orca/plot.py", "--results", os.path.join(self.tmp.name, "none"), "--out", out)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("run papers/orca/run.sh first", p.stderr)
+
+    def test_pagedattention_plot(self):
+        res, out = os.path.join(self.tmp.name, "pagedattention"), os.path.join(self.tmp.name, "png")
+        allocators = [("paged", 0.0), ("paged", 0.01), ("oracle", 0.0), ("pow2", 0.0), ("max_length", 0.0)]
+        keys = ["scheduler.kv_reservation", "scheduler.admission_watermark", "cache.num_blocks", "workload.rate"]
+        points = [{keys[0]: a, keys[1]: w, keys[2]: b, keys[3]: r}
+                  for a, w in allocators for b in [0.0, 2048.0] for r in [2.0, 4.0]]
+
+        def metrics(i, p):  # known waste and batch size for max_length on the tight cache
+            if p[keys[0]] == "max_length" and p[keys[2]] == 2048.0:
+                return {"kv_waste_mean": 0.923, "batch_size_mean": 2.0}
+            return {}
+        write_sweep(os.path.join(res, "load"), keys, points, metrics=metrics)
+        # The capacity search's table (/search), as testbed sweep writes it.
+        os.makedirs(os.path.join(res, "capacity"))
+        with h5py.File(os.path.join(res, "capacity", "sweep.h5"), "w") as f:
+            g = f.create_group("search")
+            grid = [(a, w, b) for a, w in allocators for b in [0.0, 2048.0]]
+            rates = {("paged", 0.01, 2048.0): 4.8, ("max_length", 0.0, 2048.0): 0.6}
+            g.create_dataset("id", data=np.array([b"%012d" % i for i in range(len(grid))]))
+            g.create_dataset(keys[0], data=np.array([a.encode() for a, _, _ in grid]))
+            g.create_dataset(keys[1], data=np.array([w for _, w, _ in grid], dtype=np.float64))
+            g.create_dataset(keys[2], data=np.array([b for _, _, b in grid], dtype=np.float64))
+            g.create_dataset("status", data=np.array([b"found"] * len(grid)))
+            g.create_dataset("workload.rate", data=np.array([rates.get(x, 8.0) for x in grid], dtype=np.float64))
+        p = run_script("papers/pagedattention/plot.py", "--results", res, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFiles(out, ["load.png"])
+        self.assertIn("| reserve max_model_len (Orca Max) |", p.stdout)
+        self.assertIn("92.3% | 2.0 |", p.stdout)  # the tight cache's max_length row at 4 req/s
+        self.assertIn("| 8.00 req/s | 0.60 req/s |", p.stdout)
+        self.assertIn("8.00×", p.stdout)  # paged + watermark against max_length, tight: 4.8 / 0.6
+        p = run_script("papers/pagedattention/plot.py", "--results", os.path.join(self.tmp.name, "none"), "--out", out)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("run papers/pagedattention/run.sh first", p.stderr)
 
     def test_prefix_routing_plot(self):
         res, out = os.path.join(self.tmp.name, "prefix-routing"), os.path.join(self.tmp.name, "png")
