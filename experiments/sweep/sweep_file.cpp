@@ -115,27 +115,55 @@ void SearchParams::bind(OptionTable& t) {
   t.add("search.key", &key, "the config key searched (e.g. workload.rate)");
   t.add("search.low", &low, "low end of the bracket (the condition should hold there)");
   t.add("search.high", &high, "high end of the bracket (the condition should fail there)");
-  t.add("search.metric", &metric, "a /summary metric of the run (e.g. slo_attainment)");
-  t.add("search.target", &target, "the value the metric is compared with");
-  t.add("search.direction", &direction, "at_least (metric >= target holds) | at_most (metric <= target)");
+  t.add("search.metric", &metric, "/summary metrics of the run, comma-separated (e.g. slo_attainment)");
+  t.add("search.target", &target, "the values the metrics are compared with, comma-separated");
+  t.add("search.direction", &direction,
+        "at_least (metric >= target holds) | at_most (metric <= target); one, or one per metric");
   t.add("search.tolerance", &tolerance, "stop when high - low is this narrow (0: (high - low) / 32)");
   t.add("search.integer", &integer, "probe whole numbers only (for integer keys)");
+}
+
+std::vector<SearchCondition> SearchParams::conditions() const {
+  const std::vector<std::string> metrics = split_list(metric, "search.metric");
+  const std::vector<std::string> targets = split_list(target, "search.target");
+  const std::vector<std::string> directions = split_list(direction, "search.direction");
+  require(!metrics.empty() && !metrics.front().empty(), "search.metric", "must name a /summary metric");
+  require(!target.empty(), "search.target", "must be given (a number per metric)");
+  require(targets.size() == metrics.size(), "search.target",
+          std::to_string(targets.size()) + " target(s) for " + std::to_string(metrics.size()) + " metric(s)");
+  require(directions.size() == 1 || directions.size() == metrics.size(), "search.direction",
+          "give one direction, or one per metric (" + std::to_string(metrics.size()) + ")");
+  std::vector<SearchCondition> out;
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    SearchCondition c;
+    c.metric = metrics[i];
+    require(!c.metric.empty(), "search.metric", "empty metric name in '" + metric + "'");
+    require(parse_value(targets[i], c.target), "search.target", "'" + targets[i] + "' is not a number");
+    const std::string& d = directions.size() == 1 ? directions[0] : directions[i];
+    require(d == "at_least" || d == "at_most", "search.direction", "must be at_least or at_most, got '" + d + "'");
+    c.at_least = d == "at_least";
+    out.push_back(c);
+  }
+  return out;
 }
 
 void SearchParams::validate() const {
   require(!key.empty(), "search.key", "must name the config key to search");
   require(key.find('.') != std::string::npos, "search.key", "'" + key + "' is not a config key (section.key)");
   require(high > low, "search.high", "must be above search.low");
-  require(!metric.empty(), "search.metric", "must name a /summary metric");
-  require(direction == "at_least" || direction == "at_most", "search.direction", "must be at_least or at_most");
+  conditions();
   require(tolerance >= 0, "search.tolerance", "must be >= 0");
   require(!integer || (low == std::floor(low) && high == std::floor(high)), "search.low",
           "search.integer needs whole-number low and high");
 }
 
-bool SearchParams::holds(double v) const {
+bool SearchCondition::holds(double v) const {
   if (std::isnan(v)) return false;
-  return direction == "at_least" ? v >= target : v <= target;
+  return at_least ? v >= target : v <= target;
+}
+
+std::string SearchCondition::describe() const {
+  return metric + (at_least ? " >= " : " <= ") + format_value(target);
 }
 
 std::vector<std::string> expand_values(const std::string& text, const std::string& origin) {

@@ -49,19 +49,32 @@ struct SweepEntry {
   std::string origin;
 };
 
-// [search]: bisection for the highest value of `key` at which the condition holds.
+// One condition of a search: a /summary metric against a target.
+struct SearchCondition {
+  std::string metric;
+  double target = 0.0;
+  bool at_least = true;  // metric >= target holds (else metric <= target)
+  bool holds(double metric_value) const;
+  std::string describe() const;  // "slo_attainment >= 0.9"
+};
+
+// [search]: bisection for the highest value of `key` at which every condition
+// holds. metric, target and direction are lists of equal length (a single
+// direction applies to every metric): metric = itl_p99_s, ttft_p50_s /
+// target = 0.05, 2 / direction = at_most.
 struct SearchParams : ParamsOf<SearchParams> {
   std::string key;                    // the searched config key (e.g. workload.rate)
   double low = 0.0, high = 0.0;       // the bracket; the condition should hold at low and fail at high
-  std::string metric;                 // a /summary metric of the run
-  double target = 0.0;
-  std::string direction = "at_least";  // at_least: metric >= target holds; at_most: metric <= target
+  std::string metric;                 // /summary metrics of the run, comma-separated
+  std::string target;                 // the values they are compared with, comma-separated
+  std::string direction = "at_least";  // at_least (metric >= target holds) | at_most, one or one per metric
   double tolerance = 0.0;             // stop when the bracket is this narrow (0: (high - low) / 32)
   bool integer = false;               // probe whole numbers only (integer keys such as cache.num_blocks)
   void bind(OptionTable& t) override;
   void validate() const override;
   double resolved_tolerance() const { return tolerance > 0 ? tolerance : (high - low) / 32.0; }
-  bool holds(double metric_value) const;
+  // The conditions; throws ConfigError naming the key when the lists do not parse or match.
+  std::vector<SearchCondition> conditions() const;
 };
 
 struct SweepFile {

@@ -235,8 +235,9 @@ int run_sweep(const SweepOptions& opt) {
     for (const SweepAxis& a : sweep.axes)
       require(a.key != search.key, a.origin, search.key + " is both swept and searched");
     const std::set<std::string> metrics = summary_metric_names();
-    require(metrics.count(search.metric) != 0, "search.metric",
-            "unknown metric '" + search.metric + "' (known: " + join(metrics) + ")");
+    for (const SearchCondition& c : search.conditions())
+      require(metrics.count(c.metric) != 0, "search.metric",
+              "unknown metric '" + c.metric + "' (known: " + join(metrics) + ")");
   }
 
   // Every point resolved and validated before anything is written.
@@ -323,8 +324,12 @@ int run_sweep(const SweepOptions& opt) {
   } else {
     info.columns.push_back(search.key);
     info.search_key = search.key;
-    info.search_attrs = {{"metric", search.metric},
-                         {"target", format_value(search.target)},
+    const std::vector<SearchCondition> conditions = search.conditions();
+    std::string condition_text;
+    for (const SearchCondition& c : conditions) condition_text += (condition_text.empty() ? "" : " and ") + c.describe();
+    info.search_attrs = {{"condition", condition_text},
+                         {"metric", search.metric},
+                         {"target", search.target},
                          {"direction", search.direction},
                          {"tolerance", format_value(search.resolved_tolerance())}};
     std::vector<Bisection> searches;
@@ -351,16 +356,20 @@ int run_sweep(const SweepOptions& opt) {
       for (size_t i = 0; i < batch.size(); ++i) {
         const auto [g, v] = owner[i];
         const bool ok = done[i].ok;
-        bool found = false;
-        const double m = ok ? summary_value(done[i].summary, search.metric, &found) : 0.0;
+        bool holds = ok;
+        for (const SearchCondition& c : conditions) {
+          if (!ok) break;
+          bool found = false;
+          const double m = summary_value(done[i].summary, c.metric, &found);
+          require(found, "search.metric", "the results of point " + batch[i]->id + " have no metric '" + c.metric + "'");
+          holds = holds && c.holds(m);
+        }
         probe_rows[g].emplace_back(v, std::move(done[i]));
         if (!ok) {
           failed[g] = true;
           continue;
         }
-        require(found, "search.metric",
-                "the results of point " + batch[i]->id + " have no metric '" + search.metric + "'");
-        searches[g].record(v, search.holds(m));
+        searches[g].record(v, holds);
       }
     }
     for (size_t g = 0; g < grid.size(); ++g) {
@@ -389,9 +398,8 @@ int run_sweep(const SweepOptions& opt) {
   for (const SearchRow& s : search_rows) {
     std::printf("search        %s: %s", describe(s.values).c_str(), s.status.c_str());
     if (s.status == "found" || s.status == "above_range")
-      std::printf(", %s = %s holds %s %s %s", search.key.c_str(), format_probe(s.highest_holding, search.integer).c_str(),
-                  search.metric.c_str(), search.direction == "at_least" ? ">=" : "<=",
-                  format_value(search.target).c_str());
+      std::printf(", %s = %s holds %s", search.key.c_str(), format_probe(s.highest_holding, search.integer).c_str(),
+                  info.search_attrs.front().second.c_str());
     std::printf(" (%d probes)\n", s.num_probes);
   }
   const double runner_s = wall_s - runner.backend_s;

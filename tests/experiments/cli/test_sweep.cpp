@@ -185,22 +185,36 @@ TEST_CASE("bad sweep input exits 2 naming it and writes nothing", "[cli][sweep]"
       {sweep_cmd(good, out, "--backend slurm"), "--jobs"},
       {sweep_cmd(write_sweep(dir, "slurmkey.ini", "workload.rate = 1\n[slurm]\nmemory = 4G\n"), out), "slurm.memory"},
       {sweep_cmd(write_sweep(dir, "slurmval.ini", "workload.rate = 1\n[slurm]\nmem = lots\n"), out), "slurm.mem"},
-      {sweep_cmd(write_sweep(dir, "metric.ini", "[search]\nkey = workload.rate\nlow = 1\nhigh = 8\nmetric = speed\n"),
+      {sweep_cmd(write_sweep(dir, "metric.ini", "[search]\nkey = workload.rate\nlow = 1\nhigh = 8\nmetric = speed\ntarget = 1\n"),
                  out),
        "unknown metric 'speed'"},
       {sweep_cmd(write_sweep(dir, "bracket.ini",
-                             "[search]\nkey = workload.rate\nlow = -1\nhigh = 8\nmetric = slo_attainment\n"),
+                             "[search]\nkey = workload.rate\nlow = -1\nhigh = 8\nmetric = slo_attainment\ntarget = 0.9\n"),
                  out),
        "workload.rate"},
       {sweep_cmd(write_sweep(dir, "both.ini",
                              "workload.rate = 1, 2\n[search]\nkey = workload.rate\nlow = 1\nhigh = 8\n"
-                             "metric = slo_attainment\n"),
+                             "metric = slo_attainment\ntarget = 0.9\n"),
                  out),
        "both swept and searched"},
       {sweep_cmd(write_sweep(dir, "intkey.ini",
-                             "[search]\nkey = scheduler.max_num_seqs\nlow = 1\nhigh = 64\nmetric = slo_attainment\n"),
+                             "[search]\nkey = scheduler.max_num_seqs\nlow = 1\nhigh = 64\nmetric = slo_attainment\n"
+                             "target = 0.9\n"),
                  out),
        "search.integer = true"},
+      {sweep_cmd(write_sweep(dir, "notarget.ini", "[search]\nkey = workload.rate\nlow = 1\nhigh = 8\n"
+                                                  "metric = slo_attainment\n"),
+                 out),
+       "search.target: must be given"},
+      {sweep_cmd(write_sweep(dir, "targets.ini", "[search]\nkey = workload.rate\nlow = 1\nhigh = 8\n"
+                                                 "metric = slo_attainment, ttft_p90_s\ntarget = 0.9\n"),
+                 out),
+       "1 target(s) for 2 metric(s)"},
+      {sweep_cmd(write_sweep(dir, "directions.ini", "[search]\nkey = workload.rate\nlow = 1\nhigh = 8\n"
+                                                    "metric = slo_attainment, ttft_p90_s\ntarget = 0.9, 1\n"
+                                                    "direction = at_least, at_most, at_most\n"),
+                 out),
+       "search.direction"},
       {"sweep " + (dir / "missing.ini").string(), "missing.ini"},
   };
   for (const auto& [args, expected] : cases) {
@@ -272,4 +286,28 @@ TEST_CASE("a rate search brackets the highest rate meeting the condition", "[cli
   }
   // More sequences per step sustain a higher rate.
   CHECK(best["16"] > best["2"]);
+}
+
+TEST_CASE("a search with two conditions holds only where both do", "[cli][sweep][search]") {
+  const fs::path dir = scratch("search2");
+  write_base(dir);
+  const std::string search = "[search]\nkey = workload.rate\nlow = 1\nhigh = 2000\ntolerance = 4\n";
+  const fs::path one = write_sweep(dir, "one.ini", "seeds = shared\n" + search + "metric = ttft_p90_s\n"
+                                                   "target = 0.05\ndirection = at_most\n");
+  const fs::path both = write_sweep(dir, "both.ini", "seeds = shared\n" + search +
+                                                     "metric = ttft_p90_s, tpot_p90_s\ntarget = 0.05, 0.004\n"
+                                                     "direction = at_most\n");
+  REQUIRE(run_cli(sweep_cmd(one, dir / "one")).status == 0);
+  const auto o = run_cli(sweep_cmd(both, dir / "both"));
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.output, Catch::Contains("ttft_p90_s <= 0.05 and tpot_p90_s <= 0.004"));
+  const double r1 = number(read_csv(dir / "one" / "search.csv").rows[0].at("workload.rate"));
+  const double r2 = number(read_csv(dir / "both" / "search.csv").rows[0].at("workload.rate"));
+  CHECK(r2 < r1);  // the second condition binds: it lowers the highest rate
+  for (const auto& p : read_csv(dir / "both" / "sweep.csv").rows)
+    if (number(p.at("workload.rate")) <= r2) {
+      CHECK(number(p.at("ttft_p90_s")) <= 0.05);
+      CHECK(number(p.at("tpot_p90_s")) <= 0.004);
+    }
 }
