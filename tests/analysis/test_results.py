@@ -32,7 +32,7 @@ SUMMARY_KEYS = [
     "ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_mean_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s",
     "e2e_mean_s", "e2e_p50_s", "e2e_p90_s", "e2e_p99_s", "throughput_tok_s", "request_throughput_rps",
     "prefix_hit_rate", "preemptions", "gpu_hours_saved_per_day", "load_imbalance_requests",
-    "busy_gpu_seconds_per_request", "requests_per_day", "batch_size_mean", "kv_waste_mean",
+    "busy_gpu_seconds_per_request", "requests_per_day", "batch_size_mean", "kv_waste_mean", "itl_p99_s",
 ]
 NORMALIZED_LATENCY_KEYS = [f"normalized_latency_{q}_s" for q in ["mean", "p50", "p90", "p95", "p99"]]
 
@@ -405,6 +405,40 @@ class PlotScriptsTest(unittest.TestCase):
         p = run_script("papers/pagedattention/plot.py", "--results", os.path.join(self.tmp.name, "none"), "--out", out)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("run papers/pagedattention/run.sh first", p.stderr)
+
+    def test_sarathi_serve_plot(self):
+        res, out = os.path.join(self.tmp.name, "sarathi"), os.path.join(self.tmp.name, "png")
+        keys = ["scheduler.chunked_prefill", "scheduler.chunk_size", "scheduler.max_batch_tokens", "workload.rate"]
+        settings = [("false", 16384.0)] + [("true", float(b)) for b in [256, 512, 1024, 2048, 4096]]
+        points = [{keys[0]: c, keys[1]: b, keys[2]: b, keys[3]: r} for c, b in settings for r in [4.0, 8.0]]
+
+        def metrics(i, p):  # known tail latencies for chunks of 512 at 8 req/s
+            if p[keys[2]] == 512.0 and p[keys[3]] == 8.0:
+                return {"ttft_p99_s": 0.171, "itl_p99_s": 0.0147, "ttft_p50_s": 0.04}
+            return {"itl_p99_s": 0.02}
+        for trace in ["conv", "code"]:
+            write_sweep(os.path.join(res, trace, "tradeoff"), keys, points, metrics=metrics)
+            for slo in ["strict", "relaxed"]:
+                folder = os.path.join(res, trace, f"capacity_{slo}")
+                os.makedirs(folder)
+                with h5py.File(os.path.join(folder, "sweep.h5"), "w") as f:
+                    g = f.create_group("search")
+                    g.create_dataset("id", data=np.array([b"%012d" % i for i in range(len(settings))]))
+                    g.create_dataset(keys[0], data=np.array([c.encode() for c, _ in settings]))
+                    g.create_dataset(keys[1], data=np.array([b for _, b in settings], dtype=np.float64))
+                    g.create_dataset(keys[2], data=np.array([b for _, b in settings], dtype=np.float64))
+                    g.create_dataset("status", data=np.array([b"found"] * len(settings)))
+                    rates = [2.0 if c == "false" else (6.0 if slo == "strict" else 3.0) for c, _ in settings]
+                    g.create_dataset("workload.rate", data=np.array(rates, dtype=np.float64))
+        p = run_script("papers/sarathi-serve/plot.py", "--results", res, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFiles(out, ["tradeoff.png", "capacity.png"])
+        self.assertIn("| no chunking | 2.0 | 2.0 | 2.0 | 2.0 |", p.stdout)
+        self.assertIn("| chunks of 512 | 6.0 (3.00×) | 3.0 (1.50×) |", p.stdout)
+        self.assertIn("0.171 s / 14.7 ms / 0.040 s", p.stdout)
+        p = run_script("papers/sarathi-serve/plot.py", "--results", os.path.join(self.tmp.name, "none"), "--out", out)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("run papers/sarathi-serve/run.sh first", p.stderr)
 
     def test_prefix_routing_plot(self):
         res, out = os.path.join(self.tmp.name, "prefix-routing"), os.path.join(self.tmp.name, "png")
