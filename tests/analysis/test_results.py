@@ -440,6 +440,25 @@ class PlotScriptsTest(unittest.TestCase):
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("run papers/sarathi-serve/run.sh first", p.stderr)
 
+    def test_flashattention_plot(self):
+        res, out = os.path.join(self.tmp.name, "fa"), os.path.join(self.tmp.name, "png")
+        p = run_script("papers/flashattention/plot.py", "--results", res, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFiles(out, ["memory.png"])
+        self.assertIn("| 4,096 | 3 GiB | 0 |", p.stdout)  # 32 heads x 4096^2 x 6 bytes
+        self.assertIn("no GPU timing was measured", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(out, "prefill.png")))
+        os.makedirs(res)
+        with open(os.path.join(res, "prefill_profile.csv"), "w") as f:
+            f.write("kernel,dtype,batch,q_len,kv_len,num_q_heads,num_kv_heads,head_dim,causal,time_us,tflops,"
+                    "workspace_bytes\n")
+            f.write("paged_prefill,bf16,1,4096,4096,32,8,128,1,512.5,134.1,0\n")
+            f.write("naive,bf16,1,4096,4096,32,8,128,1,2048.0,33.6,3221225472\n")
+        p = run_script("papers/flashattention/plot.py", "--results", res, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFiles(out, ["prefill.png"])
+        self.assertIn("| naive | bf16 | 1 | 4096 | 4096 | 1 | 2048.0 | 33.6 | 3072 MiB |", p.stdout)
+
     def test_prefix_routing_plot(self):
         res, out = os.path.join(self.tmp.name, "prefix-routing"), os.path.join(self.tmp.name, "png")
         routers = ["round_robin", "prefix_precise", "weighted"]
