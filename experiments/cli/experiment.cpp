@@ -15,7 +15,6 @@
 namespace fs = std::filesystem;
 
 namespace testbed {
-namespace {
 
 void write_text_atomically(const fs::path& path, const std::string& text) {
   const fs::path tmp = path.string() + ".tmp";
@@ -27,7 +26,6 @@ void write_text_atomically(const fs::path& path, const std::string& text) {
   fs::rename(tmp, path);
 }
 
-}  // namespace
 
 std::string default_output_dir(const std::string& config_path) {
   return (fs::path("results") / fs::path(config_path).stem()).string();

@@ -2,6 +2,7 @@
 // run, fidelity and fleet commands.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -40,5 +41,8 @@ void write_run_files(const std::string& dir, const RunConfig& config, const Opti
 void write_timeline(const std::string& path, const std::vector<StepRecord>& steps);
 
 std::string default_output_dir(const std::string& config_path);
+
+// Writes `text` to PATH.tmp and renames it to `path`: readers never see a half-written file.
+void write_text_atomically(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace testbed

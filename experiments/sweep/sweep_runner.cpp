@@ -19,6 +19,7 @@
 #include "engine/metrics/results_file.h"
 #include "engine/metrics/run_recorder.h"
 #include "engine/metrics/summary.h"
+#include "experiments/cli/experiment.h"
 #include "experiments/sweep/bisection.h"
 #include "experiments/sweep/sweep_backend.h"
 #include "experiments/sweep/sweep_file.h"
@@ -32,16 +33,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-void write_file_atomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out) throw std::runtime_error(path.string() + ": cannot write");
-  }
-  fs::rename(tmp, path);
-}
 
 // The metrics a run's /summary has (those of an empty run; a search's metric must be one).
 std::set<std::string> summary_metric_names() {
@@ -169,7 +160,7 @@ class BatchRunner {
         fs::remove(pdir / "results.h5");  // another config's or a broken file: this point runs again
         ++num_stale;
       }
-      write_file_atomically(pdir / "point.ini", p.ini);
+      write_text_atomically(pdir / "point.ini", p.ini);
       tasks.push_back({p.id, pdir.string(), (pdir / "point.ini").string()});
       task_of.push_back(i);
     }
@@ -292,7 +283,7 @@ int run_sweep(const SweepOptions& opt) {
 
   const fs::path dir = fs::absolute(dir_text).lexically_normal();
   fs::create_directories(dir / "points");
-  write_file_atomically(dir / "sweep.ini", record_of(opt.sweep_path, sweep.base));
+  write_text_atomically(dir / "sweep.ini", record_of(opt.sweep_path, sweep.base));
   BackendSetup setup;
   setup.testbed = opt.testbed.empty() ? fs::canonical("/proc/self/exe").string() : opt.testbed;
   setup.work_dir = fs::current_path().string();
