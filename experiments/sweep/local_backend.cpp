@@ -1,19 +1,13 @@
 // The local backend: up to --jobs point processes at once on this machine,
 // each `testbed run` with its output in the point's log.txt.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <map>
 #include <stdexcept>
 
 #include "experiments/sweep/sweep_backend.h"
-
-extern char** environ;
 
 namespace testbed {
 namespace {
@@ -73,26 +67,10 @@ class LocalBackend : public SweepBackend {
   }
 
  private:
-  // Starts one point with stdout and stderr in its log.txt; -1 when it cannot start.
+  // Starts one point with stdout and stderr in its log.txt (the child does not
+  // inherit the blocked SIGCHLD); -1 when it cannot start.
   pid_t spawn(const PointTask& task, const sigset_t& child_mask) const {
-    const std::vector<std::string> args = point_command(setup_, task);
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    const std::string log = task.dir + "/log.txt";
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setsigmask(&attr, &child_mask);  // the child does not inherit the blocked SIGCHLD
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-    pid_t pid = -1;
-    const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    return rc == 0 ? pid : -1;
+    return spawn_logged(point_command(setup_, task), task.dir + "/log.txt", &child_mask);
   }
 
   BackendSetup setup_;

@@ -7,8 +7,6 @@
 // the working directory and every file a config names (model, trace) on a
 // filesystem that every node mounts at the same path; the executable's shared
 // libraries (HDF5, Boost.Program_options) installed on the nodes.
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,8 +22,6 @@
 #include "engine/common/option_table.h"
 #include "engine/common/params.h"
 #include "experiments/sweep/sweep_backend.h"
-
-extern char** environ;
 
 namespace testbed {
 namespace {
@@ -122,7 +118,7 @@ class SlurmBackend : public SweepBackend {
       Submission s{-1, dir / (name + ".sbatch"), dir / (name + ".submit.log")};
       write_script(s.script, dir / (name + ".points"), dir, name, n);
       // sbatch --wait returns when every task of the array has ended (non-zero when any failed).
-      s.pid = spawn({p_.sbatch, "--parsable", "--wait", s.script.string()}, s.log.string());
+      s.pid = spawn_logged({p_.sbatch, "--parsable", "--wait", s.script.string()}, s.log.string());
       if (s.pid < 0) throw std::runtime_error("slurm backend: cannot run '" + p_.sbatch + "'");
       submitted.push_back(s);
     }
@@ -198,20 +194,6 @@ class SlurmBackend : public SweepBackend {
         << "exit $status\n";
     }
     if (!s) throw std::runtime_error(script.string() + ": cannot write");
-  }
-
-  static pid_t spawn(const std::vector<std::string>& args, const std::string& out) {
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    pid_t pid = -1;
-    const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    return rc == 0 ? pid : -1;
   }
 
   SlurmParams p_;

@@ -1,9 +1,13 @@
 #include "experiments/sweep/sweep_backend.h"
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+
+extern char** environ;
 
 namespace testbed {
 
@@ -53,6 +57,27 @@ void SweepProgress::end() {
 
 std::vector<std::string> point_command(const BackendSetup& setup, const PointTask& task) {
   return {setup.testbed, "run", task.config, "--output", task.dir};
+}
+
+pid_t spawn_logged(const std::vector<std::string>& args, const std::string& log, const sigset_t* child_mask) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  if (child_mask) {
+    posix_spawnattr_setsigmask(&attr, child_mask);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  }
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  return rc == 0 ? pid : -1;
 }
 
 bool results_present(const PointTask& task) {

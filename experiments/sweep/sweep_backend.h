@@ -5,6 +5,9 @@
 // (the [slurm] section of a sweep file is the slurm backend's).
 #pragma once
 
+#include <signal.h>
+#include <sys/types.h>
+
 #include <chrono>
 #include <string>
 #include <vector>
@@ -64,6 +67,11 @@ using SweepBackendRegistry = Registry<SweepBackend, const BackendSetup&>;
 
 // The argument vector of one point's `testbed run`.
 std::vector<std::string> point_command(const BackendSetup& setup, const PointTask& task);
+
+// Starts `args` (args[0] looked up on PATH) with stdout and stderr into `log`
+// (truncated), the child's signal mask reset to `child_mask` when given.
+// Returns the child's pid, or -1 when it cannot start.
+pid_t spawn_logged(const std::vector<std::string>& args, const std::string& log, const sigset_t* child_mask = nullptr);
 
 // Whether DIR/results.h5 of a task exists (a run writes it last).
 bool results_present(const PointTask& task);
