@@ -101,7 +101,46 @@ void OptionTable::add_path(const std::string& key, std::string* target, const st
   add_entry(key, make_binding(target), help, Kind::Path);
 }
 
-void OptionTable::add_entry(const std::string& key, Binding binding, const std::string& help, Kind kind) {
+void OptionTable::push_prefix(const std::string& prefix) {
+  if (prefix.empty() || prefix.back() != '.') throw std::logic_error("OptionTable: a prefix ends with '.'");
+  prefixes_.push_back((prefixes_.empty() ? std::string() : prefixes_.back()) + prefix);
+}
+
+void OptionTable::pop_prefix() {
+  if (prefixes_.empty()) throw std::logic_error("OptionTable: pop_prefix without push_prefix");
+  prefixes_.pop_back();
+}
+
+void OptionTable::inherit(const std::string& prefix) {
+  for (Entry& e : entries_) {
+    if (e.set || e.kind == Kind::Flag || e.key.compare(0, prefix.size(), prefix) != 0) continue;
+    auto it = index_.find(e.key.substr(prefix.size()));
+    if (it == index_.end()) continue;
+    const std::string v = entries_[it->second].bindings.front().get();
+    for (Binding& b : e.bindings)
+      if (!b.assign(v)) throw std::logic_error("OptionTable: cannot inherit '" + e.key + "'");
+  }
+}
+
+std::vector<std::string> OptionTable::mentioned_keys(const std::vector<std::string>& args,
+                                                     const std::string* ini_text) {
+  std::vector<std::string> out;
+  for (const std::string& a : args)
+    if (a.size() > 2 && a.compare(0, 2, "--") == 0) out.push_back(a.substr(2, a.find('=') - 2));
+  if (ini_text) {
+    std::istringstream in(*ini_text);
+    try {
+      po::options_description none;
+      for (const po::option& o : po::parse_config_file(in, none, true).options) out.push_back(o.string_key);
+    } catch (const po::error&) {
+      // parse() reports it, with the line.
+    }
+  }
+  return out;
+}
+
+void OptionTable::add_entry(const std::string& short_key, Binding binding, const std::string& help, Kind kind) {
+  const std::string key = kind == Kind::Flag || prefixes_.empty() ? short_key : prefixes_.back() + short_key;
   auto it = index_.find(key);
   if (it != index_.end()) {
     // Two components sharing a key must agree on what it is.
@@ -113,6 +152,7 @@ void OptionTable::add_entry(const std::string& key, Binding binding, const std::
   }
   Entry e;
   e.key = key;
+  if (kind != Kind::Flag && !prefixes_.empty()) e.section = prefixes_.back().substr(0, prefixes_.back().size() - 1);
   e.help = help;
   e.kind = kind;
   e.default_text = binding.get();
@@ -143,6 +183,12 @@ std::string OptionTable::value(const std::string& key) const {
   auto it = index_.find(key);
   if (it == index_.end()) throw std::logic_error("OptionTable: no key '" + key + "'");
   return entries_[it->second].bindings.front().get();
+}
+
+std::string OptionTable::default_value(const std::string& key) const {
+  auto it = index_.find(key);
+  if (it == index_.end()) throw std::logic_error("OptionTable: no key '" + key + "'");
+  return entries_[it->second].default_text;
 }
 
 void OptionTable::parse_ini(const std::string& text, const std::string& origin,
@@ -235,11 +281,11 @@ std::string OptionTable::to_ini() const {
   // Sections in the order they first appear, keys in registration order within each.
   std::vector<std::string> sections;
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> by_section;
-  for (const auto& [key, value] : resolved()) {
-    const size_t dot = key.find('.');
-    const std::string sec = key.substr(0, dot);
+  for (const Entry& e : entries_) {
+    if (e.kind == Kind::Flag) continue;
+    const std::string sec = e.section.empty() ? e.key.substr(0, e.key.find('.')) : e.section;
     if (!by_section.count(sec)) sections.push_back(sec);
-    by_section[sec].emplace_back(key.substr(dot + 1), value);
+    by_section[sec].emplace_back(e.key.substr(sec.size() + 1), e.bindings.front().get());
   }
   std::ostringstream out;
   for (size_t i = 0; i < sections.size(); ++i) {

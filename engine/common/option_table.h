@@ -74,11 +74,26 @@ class OptionTable {
   // Sets one key as if it were read from `origin` (typed conversion and checks included).
   void set(const std::string& key, const std::string& value, const std::string& origin = "code");
 
+  // Keys added between push_prefix(P) and pop_prefix() are P + key, and to_ini()
+  // writes them in section P (without its final dot): a component binds the
+  // same keys in several places, e.g. each pool's "pool.NAME.scheduler.*".
+  void push_prefix(const std::string& prefix);
+  void pop_prefix();
+  // After parse(): every key PREFIX + K that was not set takes the current
+  // value of K (it stays "not set"). Pools inherit the top-level keys this way.
+  void inherit(const std::string& prefix);
+  // The keys `args` and `ini_text` mention, without checking them (parse()
+  // does): how a config's dynamic sections ([pool.NAME]) are discovered before binding.
+  static std::vector<std::string> mentioned_keys(const std::vector<std::string>& args,
+                                                 const std::string* ini_text);
+
   bool contains(const std::string& key) const { return index_.count(key) != 0; }
   // Whether the last parse() set `key` (command line or file).
   bool was_set(const std::string& key) const;
   // The current value of `key` as text.
   std::string value(const std::string& key) const;
+  // Its value before anything was set, as text.
+  std::string default_value(const std::string& key) const;
 
   // Every config key with its current value, in registration order.
   std::vector<std::pair<std::string, std::string>> resolved() const;
@@ -96,6 +111,7 @@ class OptionTable {
   };
   struct Entry {
     std::string key, help, default_text;
+    std::string section;  // to_ini()'s section ("" : the key's first component)
     Kind kind = Kind::Key;
     std::vector<Binding> bindings;
     bool set = false;
@@ -129,6 +145,7 @@ class OptionTable {
   std::vector<Entry> entries_;
   std::map<std::string, size_t> index_;
   std::string config_dir_;
+  std::vector<std::string> prefixes_;
 };
 
 // Sets keys of any config object that binds itself (`obj.bind(table)`), by name:
