@@ -31,6 +31,8 @@ void bind_spec(OptionTable& t, HardwareSpec& s) {
   t.add("interconnect.efficiency", &s.link_efficiency, "achieved all-reduce bus bandwidth / link");
   t.add("interconnect.latency_s", &s.link_latency_s, "fixed cost of one small all-reduce");
   t.add("step.overhead_s", &s.step_overhead_s, "host scheduling + launch per engine step");
+  t.add("cost.price_per_gpu_hour_usd", &s.price_per_gpu_hour, "rental price, USD per GPU-hour (0: unknown)");
+  t.add("power.tdp_w", &s.tdp_w, "board thermal design power, W (0: unknown)");
 }
 
 void require_finite_at_least(double v, double lo, const std::string& key) {
@@ -83,6 +85,8 @@ void HardwareSpec::validate() const {
   require_fraction(link_efficiency, "interconnect.efficiency");
   require_finite_at_least(link_latency_s, 0, "interconnect.latency_s");
   require_finite_at_least(step_overhead_s, 0, "step.overhead_s");
+  require_finite_at_least(price_per_gpu_hour, 0, "cost.price_per_gpu_hour_usd");
+  require_finite_at_least(tdp_w, 0, "power.tdp_w");
 }
 
 double HardwareSpec::matmul_flops(const std::string& torch_dtype) const {

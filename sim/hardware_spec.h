@@ -1,6 +1,8 @@
 // HardwareSpec: one accelerator as the roofline cost model sees it — dense peak
 // FLOP/s per dtype, HBM capacity and bandwidth, the share of each a real kernel
-// achieves, the tensor-parallel interconnect and the engine's per-step overhead.
+// achieves, the tensor-parallel interconnect, the engine's per-step overhead, and
+// a rental price and power figure for equal-cost / equal-power comparisons
+// (Splitwise-style disaggregation studies).
 // Read from an INI file (experiments/hardware/*.ini) through an OptionTable:
 //
 //   [device]        name
@@ -9,6 +11,8 @@
 //   [memory]        capacity_gib bandwidth_gbps efficiency reserve_gib
 //   [interconnect]  bandwidth_gbps efficiency latency_s
 //   [step]          overhead_s
+//   [cost]          price_per_gpu_hour_usd   (optional, 0 = unknown)
+//   [power]         tdp_w                    (optional, 0 = unknown)
 //
 // Unknown keys, bad values and missing required keys are ConfigErrors that name
 // the file and the key.
@@ -42,6 +46,10 @@ struct HardwareSpec {
   double link_latency_s = 0;      // fixed cost of one small all-reduce
 
   double step_overhead_s = 0;     // step.overhead_s: host scheduling + launch per engine step
+
+  // For cost and power studies only; the cost model does not read them.
+  double price_per_gpu_hour = 0;  // cost.price_per_gpu_hour_usd: USD per GPU-hour; 0 = unknown
+  double tdp_w = 0;               // power.tdp_w: board TDP, watts (an upper bound, not measured draw); 0 = unknown
 
   static HardwareSpec from_ini_file(const std::string& path);
   static HardwareSpec from_ini_text(const std::string& text, const std::string& origin);
