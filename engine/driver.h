@@ -13,6 +13,7 @@
 
 #include "engine/common/registry.h"
 #include "engine/engine.h"
+#include "engine/model/model_config.h"
 #include "engine/request_source.h"
 
 namespace testbed {
@@ -39,7 +40,9 @@ class Driver {
 };
 
 struct DriverSetup {
-  MetricsSink* sink = nullptr;  // where fleet-level samples go
+  MetricsSink* sink = nullptr;            // where fleet-level samples (and request events) go
+  bool log_events = false;                // report RequestEvents (output.events)
+  const ModelConfig* model = nullptr;     // the model every engine runs (KV bytes per token, layers)
 };
 
 using DriverRegistry = Registry<Driver, const DriverSetup&>;

@@ -74,6 +74,7 @@ class Engine {
   void release_export(int64_t seq_id) { kv_.release_export(seq_id); }
 
   bool has_unfinished() const { return scheduler_.has_unfinished() || !importing_.empty(); }
+  int num_importing() const { return static_cast<int>(importing_.size()); }
   Scheduler& scheduler() { return scheduler_; }
   const Scheduler& scheduler() const { return scheduler_; }
   KvCacheManager& kv_cache() { return kv_; }

@@ -33,6 +33,20 @@ struct InstanceSample {
   int num_running = 0;
 };
 
+// A named moment in a request's life as the fleet sees it, in event-loop order:
+//   arrival -> route -> first_token -> [prefill_done -> decode_route ->
+//   transfer_start -> transfer_done ->] finish
+// (the bracketed ones only when a prefill pool hands the request to a decode pool).
+struct RequestEvent {
+  enum class Kind { Arrival, Route, FirstToken, PrefillDone, DecodeRoute, TransferStart, TransferDone, Finish };
+  Kind kind = Kind::Arrival;
+  double t = 0.0;
+  int64_t request = 0;
+  int instance = -1;  // where it happens (route: the chosen instance; transfers: the receiver)
+  int64_t bytes = 0;  // transfer_start: bytes moved
+};
+const char* request_event_name(RequestEvent::Kind kind);
+
 class MetricsSink {
  public:
   virtual ~MetricsSink() = default;
@@ -45,6 +59,7 @@ class MetricsSink {
   virtual void on_finish(int /*instance*/, const Sequence& /*seq*/, double /*t*/) {}
   virtual void on_kv_event(int /*instance*/, const KvEvent& /*event*/) {}
   virtual void on_sample(const InstanceSample& /*sample*/) {}
+  virtual void on_request_event(const RequestEvent& /*event*/) {}
 };
 
 }  // namespace testbed

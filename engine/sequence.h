@@ -82,6 +82,16 @@ class Sequence {
   int num_cached_tokens = -1;  // prefix-cache hit at first admission; -1 before
   int num_preemptions = 0;
   double finish_s = -1.0;
+  // Prefill/decode disaggregation, filled by whoever moves the sequence (the
+  // fleet, the two-engine driver): where its prefill ran, when it was ready to
+  // leave (its first token), when its KV transfer started and ended (the
+  // wait between ready and start is back-pressure), and what moved.
+  struct HandOffLog {
+    int prefill_instance = -1;  // -1: never handed off
+    double ready_s = -1.0, transfer_start_s = -1.0, transfer_end_s = -1.0;
+    int64_t transfer_bytes = 0;
+    int transfer_blocks = 0, reused_blocks = 0;  // blocks copied / found in the receiver's prefix cache
+  } handoff;
 
  private:
   Request request_;

@@ -1,5 +1,6 @@
 #include "sim/fleet.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "engine/block_hash.h"
@@ -22,6 +23,7 @@ void FleetConfig::validate() const {
 
 struct Fleet::Instance {
   Engine* engine = nullptr;
+  int pool = 0, local = 0;  // its pool and its index there
   bool busy = false;
   bool start_pending = false;
   // The step in flight (an instance runs one at a time): kept here, not in the
@@ -31,28 +33,81 @@ struct Fleet::Instance {
   StepOutcome outcome;  // reused step after step
 };
 
-// Hands one instance's KV events to the router, tagged with the instance.
+// A sequence waiting for room on the decode side, its KV held where it was prefilled.
+struct Fleet::PendingHandOff {
+  int from = 0;
+  double overlap_s = 0.0;  // the last prefill step's duration (layer-wise transfer hides behind it)
+  HandOff h;
+};
+
+struct Fleet::Pool {
+  FleetPool spec;
+  int first = 0;  // instance id of engines[0]
+  std::deque<PendingHandOff> waiting;  // decode pools: hand-offs without room yet, in arrival order
+};
+
+// Hands one instance's KV events to its pool's router, tagged with its index there.
 class Fleet::EventForwarder : public KvEventListener {
  public:
-  EventForwarder(Router& router, int instance) : router_(router), instance_(instance) {}
-  void on_kv_event(const KvEvent& e) override { router_.on_kv_event(instance_, e); }
+  EventForwarder(Router& router, int local) : router_(router), local_(local) {}
+  void on_kv_event(const KvEvent& e) override { router_.on_kv_event(local_, e); }
 
  private:
   Router& router_;
-  int instance_;
+  int local_;
 };
 
-Fleet::Fleet(std::vector<Engine*> engines, std::unique_ptr<Router> router, double sample_interval_s, MetricsSink* sink)
-    : router_(std::move(router)), sample_interval_s_(sample_interval_s), sink_(sink), routed_(engines.size(), 0) {
-  for (size_t i = 0; i < engines.size(); ++i) {
-    instances_.push_back(std::make_unique<Instance>());
-    instances_.back()->engine = engines[i];
-    if (router_->wants_kv_events()) {
-      forwarders_.push_back(std::make_unique<EventForwarder>(*router_, static_cast<int>(i)));
-      engines[i]->add_kv_listener(forwarders_.back().get());
+Fleet::Fleet(std::vector<FleetPool> pools, FleetOptions options) : options_(options) {
+  if (pools.empty()) throw std::logic_error("Fleet: no pool");
+  for (FleetPool& spec : pools) {
+    auto pool = std::make_unique<Pool>();
+    pool->first = static_cast<int>(instances_.size());
+    pool->spec = std::move(spec);
+    if (pool->spec.engines.empty()) throw std::logic_error("Fleet: pool " + pool->spec.name + " has no instance");
+    const int p = static_cast<int>(pools_.size());
+    for (size_t k = 0; k < pool->spec.engines.size(); ++k) {
+      Engine* e = pool->spec.engines[k];
+      if (e->instance() != static_cast<int>(instances_.size()))
+        throw std::logic_error("Fleet: engine ids must run through the pools in order");
+      instances_.push_back(std::make_unique<Instance>());
+      instances_.back()->engine = e;
+      instances_.back()->pool = p;
+      instances_.back()->local = static_cast<int>(k);
+      if (pool->spec.router->wants_kv_events()) {
+        forwarders_.push_back(std::make_unique<EventForwarder>(*pool->spec.router, static_cast<int>(k)));
+        e->add_kv_listener(forwarders_.back().get());
+      }
     }
+    switch (pool->spec.role) {
+      case PoolRole::Unified:
+      case PoolRole::Prefill:
+        if (ingress_) throw std::logic_error("Fleet: more than one pool takes arrivals");
+        ingress_ = pool.get();
+        break;
+      case PoolRole::Decode:
+        if (decode_) throw std::logic_error("Fleet: more than one decode pool");
+        decode_ = pool.get();
+        break;
+    }
+    pools_.push_back(std::move(pool));
   }
+  if (!ingress_) throw std::logic_error("Fleet: no pool takes arrivals");
+  if ((ingress_->spec.role == PoolRole::Prefill) != (decode_ != nullptr))
+    throw std::logic_error("Fleet: a prefill pool needs exactly one decode pool and the other way round");
+  routed_.assign(instances_.size(), 0);
 }
+
+namespace {
+std::vector<FleetPool> one_pool(std::vector<Engine*> engines, std::unique_ptr<Router> router) {
+  std::vector<FleetPool> pools(1);
+  pools[0].engines = std::move(engines);
+  pools[0].router = std::move(router);
+  return pools;
+}
+}  // namespace
+
+Fleet::Fleet(std::vector<Engine*> engines, std::unique_ptr<Router> router, double sample_interval_s, MetricsSink* sink)
+    : Fleet(one_pool(std::move(engines), std::move(router)), FleetOptions{sample_interval_s, sink, false}) {}
 
 Fleet::~Fleet() = default;
 
@@ -61,13 +116,37 @@ SimulationStats Fleet::run(RequestSource& source, const ProgressFn& progress) {
   progress_ = &progress;
   total_ = source.size_hint();
   pull_next_arrival();
-  if (sample_interval_s_ > 0) loop_.at(0.0, kRankControl, [this](double t) { sample(t); });
+  if (options_.sample_interval_s > 0) loop_.at(0.0, kRankControl, [this](double t) { sample(t); });
   loop_.run();
+  if (decode_ && !decode_->waiting.empty()) {
+    const PendingHandOff& p = decode_->waiting.front();
+    throw ConfigError("pool." + decode_->spec.name + ": " + std::to_string(decode_->waiting.size()) +
+                      " hand-offs never found room (sequence " + std::to_string(p.h.kv.seq_id) + " needs " +
+                      std::to_string(p.h.kv.blocks.size()) + " blocks; an instance has " +
+                      std::to_string(decode_->spec.engines.front()->kv_cache().num_blocks()) +
+                      "): give the decode pool more KV blocks or fewer sequences");
+  }
+  for (const auto& inst : instances_)
+    if (inst->engine->has_unfinished())
+      throw ConfigError("scheduler: instance " + std::to_string(inst->engine->instance()) +
+                        " ended with requests it could never run (configuration deadlock)");
   SimulationStats stats;
   stats.simulated_s = loop_.now();
   stats.num_events = loop_.num_processed();
   stats.num_finished = finished_;
+  stats.num_handoffs = handoffs_;
   return stats;
+}
+
+void Fleet::log(RequestEvent::Kind kind, double t, int64_t request, int instance, int64_t bytes) {
+  if (!options_.log_events || !options_.sink) return;
+  RequestEvent e;
+  e.kind = kind;
+  e.t = t;
+  e.request = request;
+  e.instance = instance;
+  e.bytes = bytes;
+  options_.sink->on_request_event(e);
 }
 
 void Fleet::pull_next_arrival() {
@@ -83,30 +162,34 @@ void Fleet::pull_next_arrival() {
   });
 }
 
-std::vector<InstanceLoad> Fleet::loads() const {
-  std::vector<InstanceLoad> out(instances_.size());
-  for (size_t i = 0; i < instances_.size(); ++i) {
-    const Engine& e = *instances_[i]->engine;
-    out[i].num_waiting = e.scheduler().num_waiting();
-    out[i].num_running = e.scheduler().num_running();
-    out[i].kv_usage = e.kv_cache().usage();
+const std::vector<InstanceLoad>& Fleet::loads(const Pool& pool) {
+  const size_t n = pool.spec.engines.size();
+  loads_.resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    const Engine& e = *pool.spec.engines[k];
+    loads_[k].num_waiting = e.scheduler().num_waiting();
+    loads_[k].num_running = e.scheduler().num_running() + e.num_importing();
+    loads_[k].kv_usage = e.kv_cache().usage();
   }
-  return out;
+  return loads_;
 }
 
 void Fleet::arrive(Request request, double now) {
-  int target = 0;
-  if (instances_.size() > 1) {
-    const int block_size = instances_[0]->engine->kv_cache().block_size();
-    if (router_->needs_block_hashes() && request.prompt_hash_block_size != block_size) {
+  Pool& pool = *ingress_;
+  int local = 0;
+  log(RequestEvent::Kind::Arrival, now, request.id, -1);
+  if (pool.spec.engines.size() > 1) {
+    const int block_size = pool.spec.engines[0]->kv_cache().block_size();
+    if (pool.spec.router->needs_block_hashes() && request.prompt_hash_block_size != block_size) {
       // Hashed once here; the engine's sequence adopts them.
       request.prompt_block_hashes.clear();
       extend_block_hashes(request.prompt_block_hashes, request.prompt, block_size, request.cache_salt);
       request.prompt_hash_block_size = block_size;
     }
-    loads_ = loads();
-    target = router_->route(RoutingContext{request, request.prompt_block_hashes, loads_});
+    local = pool.spec.router->route(RoutingContext{request, request.prompt_block_hashes, loads(pool)});
   }
+  const int target = pool.first + local;
+  log(RequestEvent::Kind::Route, now, request.id, target);
   ++routed_[target];
   ++added_;
   instances_[target]->engine->add_request(std::move(request), now);
@@ -128,7 +211,9 @@ void Fleet::start_step(int i, double now) {
   Engine& engine = *inst.engine;
   engine.begin_step(now, inst.plan);
   if (inst.plan.empty()) {
-    if (engine.has_unfinished())
+    // An instance whose blocks wait on transfers (exports leaving, imports
+    // arriving) resumes when one lands; anything else is a deadlock.
+    if (engine.has_unfinished() && engine.kv_cache().num_exports() == 0 && engine.num_importing() == 0)
       throw ConfigError("scheduler: instance " + std::to_string(i) +
                         " could schedule nothing although requests wait (configuration deadlock)");
     return;
@@ -143,11 +228,88 @@ void Fleet::end_step(int i, double end) {
   StepOutcome& out = inst.outcome;
   inst.engine->end_step(inst.plan, inst.result, end, out);
   inst.busy = false;
-  if (!out.handed_off.empty())
-    throw std::logic_error("fleet: instance " + std::to_string(i) + " handed a sequence off, but no pool receives it");
+  if (options_.log_events)
+    for (const SeqOutcome& o : out.seqs) {
+      if (o.first_token) log(RequestEvent::Kind::FirstToken, end, o.seq->id(), i);
+      if (o.finished) log(RequestEvent::Kind::Finish, end, o.seq->id(), i);
+    }
   finished_ += out.num_finished;
+  if (!out.handed_off.empty()) {
+    if (pools_[inst.pool]->spec.role != PoolRole::Prefill)
+      throw std::logic_error("fleet: instance " + std::to_string(i) + " handed a sequence off outside a prefill pool");
+    for (HandOff& h : out.handed_off) hand_off(i, std::move(h), end, end - out.start_s);
+    out.handed_off.clear();
+  }
   if (*progress_) (*progress_)(finished_, total_ >= 0 ? total_ : added_);
   if (inst.engine->has_unfinished()) start_step(i, end);
+  // A decode step may have freed blocks that a waiting hand-off needs.
+  if (decode_ && pools_[inst.pool].get() == decode_ && !decode_->waiting.empty())
+    dispatch_handoffs(*decode_, end);
+}
+
+void Fleet::hand_off(int from, HandOff h, double now, double overlap_s) {
+  Sequence& seq = *h.seq;
+  seq.handoff.prefill_instance = from;
+  seq.handoff.ready_s = now;
+  ++handoffs_;
+  log(RequestEvent::Kind::PrefillDone, now, seq.id(), from);
+  decode_->waiting.push_back(PendingHandOff{from, overlap_s, std::move(h)});
+  if (decode_->waiting.size() == 1) dispatch_handoffs(*decode_, now);
+}
+
+void Fleet::dispatch_handoffs(Pool& pool, double now) {
+  const int n = static_cast<int>(pool.spec.engines.size());
+  while (!pool.waiting.empty()) {
+    PendingHandOff& p = pool.waiting.front();
+    Sequence& seq = *p.h.seq;
+    int choice = 0;
+    if (n > 1) {
+      const int block_size = pool.spec.engines[0]->kv_cache().block_size();
+      static const std::vector<uint64_t> kNoHashes;
+      const std::vector<uint64_t>& hashes = pool.spec.router->needs_block_hashes() ? seq.block_hashes(block_size) : kNoHashes;
+      choice = pool.spec.router->route(RoutingContext{seq.request(), hashes, loads(pool)});
+    }
+    // The router's choice first; when it has no room, the next instances in turn.
+    bool placed = false;
+    for (int k = 0; k < n && !placed; ++k) placed = try_import(pool, (choice + k) % n, p, now);
+    if (!placed) return;  // back-pressure: wait, in order, for a decode step to free room
+    pool.waiting.pop_front();
+  }
+}
+
+bool Fleet::try_import(Pool& pool, int local, PendingHandOff& p, double now) {
+  const int to = pool.first + local;
+  Engine& receiver = *instances_[to]->engine;
+  const int64_t id = p.h.kv.seq_id;
+  const int num_tokens = p.h.kv.num_tokens, block_size = p.h.kv.block_size;
+  Sequence* seq = p.h.seq.get();
+  KvImport plan;
+  if (!receiver.begin_import(p.h, plan)) return false;
+  // Only the blocks the receiver's prefix cache lacks move.
+  const int tokens_moved = std::max(0, num_tokens - plan.num_reused_blocks * block_size);
+  const double bytes = tokens_moved * pool.spec.kv_bytes_per_token;
+  const Pool& source_pool = *pools_[instances_[p.from]->pool];
+  const KvTransferCost cost = kv_transfer_cost(pool.spec.link, bytes, source_pool.spec.tensor_parallel,
+                                               pool.spec.tensor_parallel, pool.spec.num_layers, p.overlap_s);
+  seq->handoff.transfer_start_s = now;
+  seq->handoff.transfer_end_s = now + cost.seconds;
+  seq->handoff.transfer_bytes = static_cast<int64_t>(bytes);
+  seq->handoff.transfer_blocks = static_cast<int>(plan.source_blocks.size());
+  seq->handoff.reused_blocks = plan.num_reused_blocks;
+  ++routed_[to];
+  log(RequestEvent::Kind::DecodeRoute, now, id, to);
+  log(RequestEvent::Kind::TransferStart, now, id, to, static_cast<int64_t>(bytes));
+  const int from = p.from;
+  loop_.at(now + cost.seconds, kRankTransfer, [this, from, to, id](double t) { transfer_done(from, to, id, t); });
+  return true;
+}
+
+void Fleet::transfer_done(int from, int to, int64_t seq_id, double now) {
+  instances_[to]->engine->end_import(seq_id, now);
+  instances_[from]->engine->release_export(seq_id);
+  log(RequestEvent::Kind::TransferDone, now, seq_id, to);
+  kick(to, now);
+  kick(from, now);  // its freed blocks may admit a waiting prompt
 }
 
 void Fleet::sample(double now) {
@@ -156,11 +318,12 @@ void Fleet::sample(double now) {
     const Engine& e = *instances_[i]->engine;
     InstanceSample s{now, static_cast<int>(i), e.kv_cache().usage(), e.scheduler().num_waiting(),
                      e.scheduler().num_running()};
-    if (sink_) sink_->on_sample(s);
+    if (options_.sink) options_.sink->on_sample(s);
     any_work |= e.has_unfinished();
   }
   // Keep sampling while anything is left to happen.
-  if (any_work || !loop_.empty()) loop_.at(now + sample_interval_s_, kRankControl, [this](double t) { sample(t); });
+  if (any_work || !loop_.empty())
+    loop_.at(now + options_.sample_interval_s, kRankControl, [this](double t) { sample(t); });
 }
 
 }  // namespace testbed

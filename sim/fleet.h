@@ -1,17 +1,39 @@
-// Fleet: N serving instances behind a router, on one discrete-event loop.
+// Fleet: a cluster of pools of serving instances on one discrete-event loop.
 // Each instance is a full Engine (the same Scheduler and KvCacheManager as a
-// real run); arrivals are routed the moment they arrive; each instance's step
-// completion is an event at start + the executor's duration. A fleet of one
-// instance is the single-engine simulation (the simulated driver uses it).
+// real run); each pool has its own router (sim/pool.h for the roles).
+//
+// A request's life, each step a named event (RequestEvent, in the results'
+// /events with output.events = true) at its rank in the loop (sim/event_loop.h):
+//
+//   arrival      (kRankArrival)   the request reaches the ingress pool
+//   route                         its router picks the instance
+//   first_token  (kRankStepEnd)   the step that completes the prefill ends
+//   prefill_done                  a prefill instance hands the sequence off: its
+//                                 blocks stay allocated there (export_blocks)
+//   decode_route                  the decode router picks the instance, which
+//                                 reserves blocks for it (import_blocks), reusing
+//                                 its prefix cache; with no room anywhere the
+//                                 hand-off waits (back-pressure), in order, and is
+//                                 retried after each decode step
+//   transfer_start                the missing blocks' KV starts over the link (sim/kv_link.h)
+//   transfer_done (kRankTransfer) the decode instance holds the KV; the prefill
+//                                 instance's blocks are free again
+//   finish       (kRankStepEnd)   the step that samples the last token ends
+//
+// A fleet of one unified instance is the single-engine simulation.
 #pragma once
 
+#include <deque>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/driver.h"
 #include "engine/engine.h"
 #include "engine/request_source.h"
 #include "sim/event_loop.h"
+#include "sim/kv_link.h"
+#include "sim/pool.h"
 #include "sim/router.h"
 
 namespace testbed {
@@ -29,39 +51,73 @@ struct SimulationStats {
   double simulated_s = 0.0;
   int64_t num_events = 0;
   int64_t num_finished = 0;
+  int64_t num_handoffs = 0;
+};
+
+// One pool as the fleet runs it.
+struct FleetPool {
+  std::string name = "main";
+  PoolRole role = PoolRole::Unified;
+  std::vector<Engine*> engines;  // engine k has instance id (first id of the pool) + k
+  std::unique_ptr<Router> router;
+  // Decode pools: the link KV arrives over and what it carries.
+  KvLinkConfig link;
+  int tensor_parallel = 1;
+  double kv_bytes_per_token = 0.0;  // the whole model's K and V per token (every TP rank)
+  int num_layers = 1;
+};
+
+struct FleetOptions {
+  double sample_interval_s = 0.0;
+  MetricsSink* sink = nullptr;  // samples, and request events when log_events
+  bool log_events = false;
 };
 
 class Fleet {
  public:
-  // `engines` are instances 0..n-1 (all with the same block size); `sink` gets the samples.
+  // Instance ids run through the pools in order (pool 0's instances first);
+  // each engine's instance() must be its id.
+  Fleet(std::vector<FleetPool> pools, FleetOptions options);
+  // One unified pool: `engines` are instances 0..n-1 (all with the same block size).
   Fleet(std::vector<Engine*> engines, std::unique_ptr<Router> router, double sample_interval_s = 0.0,
         MetricsSink* sink = nullptr);
   ~Fleet();
 
+  // Throws ConfigError when requests remain that can never run (a decode pool
+  // that cannot hold a handed-off sequence, a configuration deadlock).
   SimulationStats run(RequestSource& source, const ProgressFn& progress);
-  // Requests routed to each instance.
+  // Requests routed to each instance (decode instances: hand-offs received).
   const std::vector<int64_t>& routed() const { return routed_; }
+  int num_instances() const { return static_cast<int>(instances_.size()); }
 
  private:
   struct Instance;
+  struct Pool;
+  struct PendingHandOff;
   class EventForwarder;
   void pull_next_arrival();
   void arrive(Request request, double now);
   void kick(int i, double now);
   void start_step(int i, double now);
   void end_step(int i, double end);
+  void hand_off(int from, HandOff h, double now, double overlap_s);
+  void dispatch_handoffs(Pool& pool, double now);
+  bool try_import(Pool& pool, int local, PendingHandOff& p, double now);
+  void transfer_done(int from, int to, int64_t seq_id, double now);
   void sample(double now);
-  std::vector<InstanceLoad> loads() const;
+  void log(RequestEvent::Kind kind, double t, int64_t request, int instance, int64_t bytes = 0);
+  const std::vector<InstanceLoad>& loads(const Pool& pool);
 
+  std::vector<std::unique_ptr<Pool>> pools_;
   std::vector<std::unique_ptr<Instance>> instances_;
-  std::unique_ptr<Router> router_;
   std::vector<std::unique_ptr<EventForwarder>> forwarders_;
-  double sample_interval_s_;
-  MetricsSink* sink_;
+  Pool* ingress_ = nullptr;
+  Pool* decode_ = nullptr;
+  FleetOptions options_;
   EventLoop loop_;
   RequestSource* source_ = nullptr;
   const ProgressFn* progress_ = nullptr;
-  int64_t total_ = -1, added_ = 0, finished_ = 0;
+  int64_t total_ = -1, added_ = 0, finished_ = 0, handoffs_ = 0;
   double last_arrival_ = 0.0;
   std::vector<int64_t> routed_;
   std::vector<InstanceLoad> loads_;

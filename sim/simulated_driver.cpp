@@ -3,17 +3,29 @@
 #include <chrono>
 
 #include "engine/common/option_table.h"
+#include "sim/memory_planner.h"
 
 namespace testbed {
 
 void SimulatedDriverParams::bind(OptionTable& t) {
   fleet.bind(t);
   router.bind(t);
+  link.bind(t);
+  for (PoolConfig& p : pools) p.bind(t);
 }
 
 void SimulatedDriverParams::validate() const {
   fleet.validate();
   router.validate();
+  link.validate();
+  validate_pools(pools);
+}
+
+int SimulatedDriverParams::num_instances() const {
+  if (pools.empty()) return fleet.num_instances;
+  int n = 0;
+  for (const PoolConfig& p : pools) n += p.size;
+  return n;
 }
 
 SimulationStats run_simulated(Engine& engine, RequestSource& source, const ProgressFn& progress) {
@@ -25,34 +37,58 @@ namespace {
 
 class SimulatedDriver : public Driver {
  public:
-  SimulatedDriver(const SimulatedDriverParams& p, const DriverSetup& s) : p_(p), sink_(s.sink) {}
+  SimulatedDriver(const SimulatedDriverParams& p, const DriverSetup& s) : p_(p), setup_(s) {}
 
   DriverStats run(const EngineFactory& make_engine, RequestSource& source, const ProgressFn& progress) override {
     std::vector<std::unique_ptr<Engine>> engines;
-    std::vector<Engine*> raw;
-    for (int i = 0; i < p_.fleet.num_instances; ++i) {
-      engines.push_back(make_engine(i));
-      raw.push_back(engines.back().get());
-    }
+    const int n = p_.num_instances();
+    for (int i = 0; i < n; ++i) engines.push_back(make_engine(i));
     const auto wall0 = std::chrono::steady_clock::now();  // the simulation, not the engines' construction
-    RouterSetup rs;
-    rs.num_instances = p_.fleet.num_instances;
-    rs.blocks_per_instance = raw.front()->kv_cache().num_blocks();
-    Fleet fleet(raw, make_router(p_.router, rs), p_.fleet.sample_interval_s, sink_);
+    std::vector<FleetPool> pools;
+    if (p_.pools.empty()) {
+      FleetPool pool;
+      for (auto& e : engines) pool.engines.push_back(e.get());
+      pools.push_back(std::move(pool));
+    }
+    int next = 0;
+    for (const PoolConfig& c : p_.pools) {
+      FleetPool pool;
+      pool.name = c.name;
+      pool.role = c.parsed_role();
+      for (int k = 0; k < c.size; ++k) pool.engines.push_back(engines[next++].get());
+      pool.link = c.link;
+      pool.tensor_parallel = c.cost_model.tensor_parallel;
+      if (setup_.model) {
+        pool.kv_bytes_per_token = static_cast<double>(setup_.model->kv_bytes_per_token(activation_bytes(*setup_.model)));
+        pool.num_layers = setup_.model->num_layers;
+      }
+      pools.push_back(std::move(pool));
+    }
+    for (size_t k = 0; k < pools.size(); ++k) {
+      RouterSetup rs;
+      rs.num_instances = static_cast<int>(pools[k].engines.size());
+      rs.blocks_per_instance = pools[k].engines.front()->kv_cache().num_blocks();
+      pools[k].router = make_router(p_.pools.empty() ? p_.router : p_.pools[k].router, rs);
+    }
+    FleetOptions options;
+    options.sample_interval_s = p_.fleet.sample_interval_s;
+    options.sink = setup_.sink;
+    options.log_events = setup_.log_events;
+    Fleet fleet(std::move(pools), options);
     const SimulationStats sim = fleet.run(source, progress);
     DriverStats stats;
     stats.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     stats.simulated_s = sim.simulated_s;
     stats.num_events = sim.num_events;
     stats.num_finished = sim.num_finished;
-    stats.num_instances = p_.fleet.num_instances;
+    stats.num_instances = n;
     return stats;
   }
   bool is_simulated() const override { return true; }
 
  private:
   SimulatedDriverParams p_;
-  MetricsSink* sink_;
+  DriverSetup setup_;
 };
 
 TESTBED_REGISTER(DriverRegistry, "simulated", [](const SimulatedDriverParams& p, const DriverSetup& s) {

@@ -1,6 +1,7 @@
 // The simulated driver (driver.mode = simulated): a fleet of engines on
-// simulated time (sim/fleet.h), fleet.num_instances of them behind the
-// router.type router; one instance is the single-engine simulation. Same
+// simulated time (sim/fleet.h). Without pool sections, fleet.num_instances
+// instances behind the router.type router (one instance is the single-engine
+// simulation); with [pool.NAME] sections, those pools (sim/pool.h). Same
 // Scheduler, same KvCacheManager as the wall-clock drivers; only the clock differs.
 #pragma once
 
@@ -9,16 +10,22 @@
 #include "engine/engine.h"
 #include "engine/request_source.h"
 #include "sim/fleet.h"
+#include "sim/pool.h"
 #include "sim/router.h"
 
 namespace testbed {
 
-// The simulated driver's keys: fleet.* and router.* (every router's own keys).
+// The simulated driver's keys: fleet.*, router.* (every router's own keys), link.*
+// and pool.NAME.* for each pool in `pools` (named before bind()).
 struct SimulatedDriverParams : ParamsOf<SimulatedDriverParams> {
   FleetConfig fleet;
   RouterChoice router = router_choice();
+  KvLinkConfig link;  // link.*: what pool.NAME.link.* inherits
+  std::vector<PoolConfig> pools;
   void bind(OptionTable& table) override;
   void validate() const override;
+  // fleet.num_instances, or the pools' sizes summed.
+  int num_instances() const;
 };
 
 // One engine, one instance, round-robin (that is: no) routing.

@@ -16,35 +16,111 @@ double max_over_mean(const std::vector<double>& v) {
   return sum > 0 ? mx / (sum / v.size()) : NAN;
 }
 
+std::vector<PoolFacts> pools_of(const FleetCostFacts& f) {
+  if (!f.pools.empty()) return f.pools;
+  PoolFacts p;
+  p.size = f.num_instances;
+  p.gpus_per_instance = f.gpus_per_instance;
+  return {p};
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? NAN : s / v.size();
+}
+
 }  // namespace
 
 void add_fleet_metrics(const RunRecorder& rec, const FleetCostFacts& f, Summary& s) {
   std::vector<double> requests(f.num_instances, 0.0), busy(f.num_instances, 0.0);
-  double cached = 0;
+  double cached = 0, output_tokens = 0;
   for (const RequestRecord& r : rec.requests()) {
     requests[r.instance] += 1;
     cached += r.cached_tokens;
+    output_tokens += r.output_tokens;
   }
   for (size_t i = 0; i < rec.busy_by_instance().size() && i < busy.size(); ++i) busy[i] = rec.busy_by_instance()[i];
   s.set("load_imbalance_requests", max_over_mean(requests));
   s.set("load_imbalance_busy", max_over_mean(busy));
   const double duration = s.get("duration_s");
-  s.set("gpu_seconds", f.num_instances * f.gpus_per_instance * duration);
-  s.set("busy_gpu_seconds", rec.busy_s() * f.gpus_per_instance);
+  const std::vector<PoolFacts> pools = pools_of(f);
+  bool uniform = true;
+  int gpus = 0;
+  for (const PoolFacts& p : pools) {
+    uniform &= p.gpus_per_instance == pools.front().gpus_per_instance;
+    gpus += p.size * p.gpus_per_instance;
+  }
+  // GPUs of the first instance for every instance when they agree (the same
+  // arithmetic as before pools), else instance by instance.
+  double busy_gpu_s = rec.busy_s() * pools.front().gpus_per_instance;
+  if (!uniform) {
+    busy_gpu_s = 0;
+    for (const PoolFacts& p : pools)
+      for (int k = 0; k < p.size; ++k) busy_gpu_s += busy[p.first_instance + k] * p.gpus_per_instance;
+  }
+  s.set("gpu_seconds", (uniform ? f.num_instances * pools.front().gpus_per_instance : gpus) * duration);
+  s.set("busy_gpu_seconds", busy_gpu_s);
   s.set("prefill_flops_avoided", cached * f.flops_per_prompt_token);
   const double finished = static_cast<double>(rec.requests().size());
+  // Prefill happens on the ingress pool (the first).
+  const int ingress_gpus = pools.front().gpus_per_instance;
   if (f.prefill_s_per_token > 0 && finished > 0) {
-    const double saved_s_per_request = cached / finished * f.prefill_s_per_token * f.gpus_per_instance;
+    const double saved_s_per_request = cached / finished * f.prefill_s_per_token * ingress_gpus;
     s.set("requests_per_day", f.requests_per_day);
     s.set("gpu_hours_saved_per_day", saved_s_per_request * f.requests_per_day / 3600.0);
   }
-  const double busy_per_request = finished > 0 ? rec.busy_s() * f.gpus_per_instance / finished : NAN;
+  const double busy_per_request = finished > 0 ? busy_gpu_s / finished : NAN;
   s.set("busy_gpu_seconds_per_request", busy_per_request);
   s.set("gpu_hours_per_day", busy_per_request * f.requests_per_day / 3600.0);
+
+  // Cost and energy, when every pool's hardware states them.
+  const bool priced = std::all_of(pools.begin(), pools.end(), [](const PoolFacts& p) { return p.price_per_gpu_hour > 0; });
+  const bool powered = std::all_of(pools.begin(), pools.end(), [](const PoolFacts& p) { return p.power_w_per_gpu > 0; });
+  double usd = 0, kwh = 0;
+  for (const PoolFacts& p : pools) {
+    const double gpu_hours = p.size * p.gpus_per_instance * duration / 3600.0;
+    usd += gpu_hours * p.price_per_gpu_hour;
+    kwh += gpu_hours * p.power_w_per_gpu / 1000.0;
+  }
+  if (priced) {
+    s.set("cost_usd", usd);
+    s.set("usd_per_million_output_tokens", output_tokens > 0 ? usd / output_tokens * 1e6 : NAN);
+  }
+  if (powered) {
+    s.set("energy_kwh", kwh);
+    s.set("output_tokens_per_kwh", kwh > 0 ? output_tokens / kwh : NAN);
+  }
+  if (pools.size() > 1)
+    for (const PoolFacts& p : pools) {
+      double b = 0;
+      for (int k = 0; k < p.size; ++k) b += busy[p.first_instance + k];
+      s.set("pool_" + p.name + "_utilization", duration > 0 ? b / (p.size * duration) : 0.0);
+      s.set("pool_" + p.name + "_gpu_seconds", p.size * p.gpus_per_instance * duration);
+    }
+
+  if (!rec.any_handoff()) return;
+  std::vector<double> wait, transfer;
+  double bytes = 0, moved = 0, reused = 0;
+  for (const RequestRecord& r : rec.requests()) {
+    if (r.prefill_instance < 0) continue;
+    wait.push_back(r.handoff_wait_s);
+    transfer.push_back(r.transfer_s);
+    bytes += static_cast<double>(r.transfer_bytes);
+    moved += r.transfer_blocks;
+    reused += r.reused_blocks;
+  }
+  s.set("handoff_wait_mean_s", mean(wait));
+  s.set("handoff_wait_p99_s", percentile(wait, 99));
+  s.set("transfer_mean_s", mean(transfer));
+  s.set("transfer_p99_s", percentile(transfer, 99));
+  s.set("transfer_gb", bytes / 1e9);
+  s.set("transfer_reused_share", moved + reused > 0 ? reused / (moved + reused) : 0.0);
 }
 
-void write_fleet_tables(ResultsFile& file, const RunRecorder& rec, int n, double duration_s) {
-  std::vector<int64_t> requests(n, 0), prompt(n, 0), cached(n, 0);
+void write_fleet_tables(ResultsFile& file, const RunRecorder& rec, const FleetCostFacts& facts, double duration_s) {
+  const int n = facts.num_instances;
+  std::vector<int64_t> requests(n, 0), prompt(n, 0), cached(n, 0), prefilled(n, 0);
   std::vector<std::vector<double>> ttft(n), e2e(n);
   for (const RequestRecord& r : rec.requests()) {
     ++requests[r.instance];
@@ -52,6 +128,7 @@ void write_fleet_tables(ResultsFile& file, const RunRecorder& rec, int n, double
     cached[r.instance] += r.cached_tokens;
     ttft[r.instance].push_back(r.ttft_s());
     e2e[r.instance].push_back(r.e2e_s());
+    if (r.prefill_instance >= 0) ++prefilled[r.prefill_instance];
   }
   std::vector<int32_t> id(n);
   std::vector<double> hit(n), busy(n, 0.0), util(n), ttft50(n), ttft90(n), e2e50(n);
@@ -74,6 +151,49 @@ void write_fleet_tables(ResultsFile& file, const RunRecorder& rec, int n, double
   file.add_column("instances", "ttft_p50_s", ttft50);
   file.add_column("instances", "ttft_p90_s", ttft90);
   file.add_column("instances", "e2e_p50_s", e2e50);
+  if (facts.pools.size() > 1) {
+    std::vector<std::string> pool(n);
+    for (const PoolFacts& p : facts.pools)
+      for (int k = 0; k < p.size; ++k) pool[p.first_instance + k] = p.name;
+    file.add_column("instances", "pool", pool);
+    file.add_column("instances", "prefilled", prefilled);
+
+    // Per pool: busy time, utilisation, and KV usage while busy (step-weighted).
+    std::vector<double> kv_block_s(n, 0.0);
+    for (const StepRecord& st : rec.steps()) kv_block_s[st.instance] += st.kv_blocks_used * st.duration_s;
+    std::vector<std::string> name, role, hardware;
+    std::vector<int32_t> size, gpus, blocks;
+    std::vector<double> pbusy, gpu_s, putil, kv_busy;
+    for (const PoolFacts& p : facts.pools) {
+      double b = 0, kb = 0;
+      for (int k = 0; k < p.size; ++k) {
+        b += busy[p.first_instance + k];
+        kb += kv_block_s[p.first_instance + k];
+      }
+      name.push_back(p.name);
+      role.push_back(p.role);
+      hardware.push_back(p.hardware);
+      size.push_back(p.size);
+      gpus.push_back(p.gpus_per_instance);
+      blocks.push_back(p.kv_blocks_per_instance);
+      pbusy.push_back(b);
+      gpu_s.push_back(p.size * p.gpus_per_instance * duration_s);
+      putil.push_back(duration_s > 0 ? b / (p.size * duration_s) : 0.0);
+      // Empty without the step table (output.steps = false).
+      kv_busy.push_back(b > 0 && p.kv_blocks_per_instance > 0 && !rec.steps().empty() ? kb / (b * p.kv_blocks_per_instance)
+                                                                                       : NAN);
+    }
+    file.add_column("pools", "name", name);
+    file.add_column("pools", "role", role);
+    file.add_column("pools", "hardware", hardware);
+    file.add_column("pools", "size", size);
+    file.add_column("pools", "gpus_per_instance", gpus);
+    file.add_column("pools", "kv_blocks_per_instance", blocks);
+    file.add_column("pools", "busy_s", pbusy);
+    file.add_column("pools", "gpu_seconds", gpu_s);
+    file.add_column("pools", "utilization", putil);
+    file.add_column("pools", "kv_usage_busy_mean", kv_busy);
+  }
   const auto& samples = rec.samples();
   if (samples.empty()) return;
   std::vector<double> t, kv;

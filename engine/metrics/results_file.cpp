@@ -166,6 +166,26 @@ void ResultsFile::write_requests(const std::vector<RequestRecord>& unsorted) {
   add_column("requests", "cached_tokens", column<int32_t>(r, [](const R& x) { return x.cached_tokens; }));
   add_column("requests", "output_tokens", column<int32_t>(r, [](const R& x) { return x.output_tokens; }));
   add_column("requests", "preemptions", column<int32_t>(r, [](const R& x) { return x.preemptions; }));
+  // Disaggregated runs only (a unified run's file is unchanged).
+  if (std::none_of(r.begin(), r.end(), [](const R& x) { return x.prefill_instance >= 0; })) return;
+  add_column("requests", "prefill_instance", column<int32_t>(r, [](const R& x) { return x.prefill_instance; }));
+  add_column("requests", "handoff_wait_s", column<double>(r, [](const R& x) { return x.handoff_wait_s; }));
+  add_column("requests", "transfer_s", column<double>(r, [](const R& x) { return x.transfer_s; }));
+  add_column("requests", "transfer_bytes", column<int64_t>(r, [](const R& x) { return x.transfer_bytes; }));
+  add_column("requests", "transfer_blocks", column<int32_t>(r, [](const R& x) { return x.transfer_blocks; }));
+  add_column("requests", "reused_blocks", column<int32_t>(r, [](const R& x) { return x.reused_blocks; }));
+}
+
+void ResultsFile::write_events(const std::vector<RequestEvent>& e) {
+  using E = RequestEvent;
+  add_column("events", "t", column<double>(e, [](const E& x) { return x.t; }));
+  std::vector<std::string> names;
+  names.reserve(e.size());
+  for (const E& x : e) names.emplace_back(request_event_name(x.kind));
+  add_column("events", "event", names);
+  add_column("events", "request", column<int64_t>(e, [](const E& x) { return x.request; }));
+  add_column("events", "instance", column<int32_t>(e, [](const E& x) { return x.instance; }));
+  add_column("events", "bytes", column<int64_t>(e, [](const E& x) { return x.bytes; }));
 }
 
 void ResultsFile::write_steps(const std::vector<StepRecord>& s) {

@@ -54,6 +54,8 @@ class ResultsFile {
 
   void write_requests(const std::vector<RequestRecord>& requests);
   void write_steps(const std::vector<StepRecord>& steps);
+  // /events: t, event (name), request, instance, bytes (output.events).
+  void write_events(const std::vector<RequestEvent>& events);
   void write_summary(const Summary& summary);
   void write_config(const std::vector<std::pair<std::string, std::string>>& config);
   // Output token ids of each request (ragged: /tokens/request_id, offsets, ids).

@@ -4,6 +4,20 @@
 
 namespace testbed {
 
+const char* request_event_name(RequestEvent::Kind kind) {
+  switch (kind) {
+    case RequestEvent::Kind::Arrival: return "arrival";
+    case RequestEvent::Kind::Route: return "route";
+    case RequestEvent::Kind::FirstToken: return "first_token";
+    case RequestEvent::Kind::PrefillDone: return "prefill_done";
+    case RequestEvent::Kind::DecodeRoute: return "decode_route";
+    case RequestEvent::Kind::TransferStart: return "transfer_start";
+    case RequestEvent::Kind::TransferDone: return "transfer_done";
+    case RequestEvent::Kind::Finish: return "finish";
+  }
+  return "?";
+}
+
 double RequestRecord::tpot_s() const {
   return output_tokens > 1 ? (finish_s - first_token_s) / (output_tokens - 1) : NAN;
 }
@@ -38,6 +52,16 @@ void RunRecorder::on_finish(int instance, const Sequence& seq, double t) {
   r.cached_tokens = seq.num_cached_tokens < 0 ? 0 : seq.num_cached_tokens;
   r.output_tokens = seq.num_output_tokens();
   r.preemptions = seq.num_preemptions;
+  const Sequence::HandOffLog& h = seq.handoff;
+  if (h.prefill_instance >= 0) {
+    ++num_handoffs_;
+    r.prefill_instance = h.prefill_instance;
+    r.handoff_wait_s = h.transfer_start_s - h.ready_s;
+    r.transfer_s = h.transfer_end_s - h.transfer_start_s;
+    r.transfer_bytes = h.transfer_bytes;
+    r.transfer_blocks = h.transfer_blocks;
+    r.reused_blocks = h.reused_blocks;
+  }
   requests_.push_back(r);
   if (keep_tokens_) {
     tokens_.emplace_back(seq.tokens().begin() + seq.num_prompt_tokens(), seq.tokens().end());
@@ -51,5 +75,9 @@ void RunRecorder::on_kv_event(int, const KvEvent& event) {
 }
 
 void RunRecorder::on_sample(const InstanceSample& sample) { samples_.push_back(sample); }
+
+void RunRecorder::on_request_event(const RequestEvent& event) {
+  if (keep_events_) events_.push_back(event);
+}
 
 }  // namespace testbed

@@ -15,6 +15,12 @@ struct RequestRecord {
   int32_t instance = 0;
   double arrival_s = 0, first_token_s = 0, finish_s = 0;
   int32_t prompt_tokens = 0, cached_tokens = 0, output_tokens = 0, preemptions = 0;
+  // Disaggregated runs: the prefill instance (-1: none, `instance` did it all),
+  // back-pressure wait (first token -> transfer start), transfer time and size.
+  int32_t prefill_instance = -1;
+  double handoff_wait_s = 0, transfer_s = 0;
+  int64_t transfer_bytes = 0;
+  int32_t transfer_blocks = 0, reused_blocks = 0;
   double ttft_s() const { return first_token_s - arrival_s; }
   double e2e_s() const { return finish_s - arrival_s; }
   // Time per output token after the first; NaN for one-token outputs.
@@ -23,8 +29,8 @@ struct RequestRecord {
 
 class RunRecorder : public MetricsSink {
  public:
-  explicit RunRecorder(bool keep_steps = true, bool keep_tokens = false)
-      : keep_steps_(keep_steps), keep_tokens_(keep_tokens) {}
+  explicit RunRecorder(bool keep_steps = true, bool keep_tokens = false, bool keep_events = false)
+      : keep_steps_(keep_steps), keep_tokens_(keep_tokens), keep_events_(keep_events) {}
 
   void on_arrival(int instance, const Sequence& seq, double t) override;
   void on_step(const StepRecord& step) override;
@@ -32,6 +38,7 @@ class RunRecorder : public MetricsSink {
   void on_finish(int instance, const Sequence& seq, double t) override;
   void on_kv_event(int instance, const KvEvent& event) override;
   void on_sample(const InstanceSample& sample) override;
+  void on_request_event(const RequestEvent& event) override;
 
   int64_t num_arrived() const { return num_arrived_; }
   int64_t num_finished() const { return static_cast<int64_t>(requests_.size()); }
@@ -47,6 +54,9 @@ class RunRecorder : public MetricsSink {
   // Sum of step durations per instance (index = instance id).
   const std::vector<double>& busy_by_instance() const { return busy_by_instance_; }
   const std::vector<InstanceSample>& samples() const { return samples_; }
+  // The requests' named events (keep_events only), in event-loop order.
+  const std::vector<RequestEvent>& events() const { return events_; }
+  bool any_handoff() const { return num_handoffs_ > 0; }
   int64_t num_blocks_stored() const { return num_blocks_stored_; }
   int64_t num_blocks_removed() const { return num_blocks_removed_; }
   // Output token ids of finished requests (keep_tokens only), in finish order.
@@ -54,7 +64,9 @@ class RunRecorder : public MetricsSink {
   const std::vector<int64_t>& output_token_ids() const { return token_owner_; }
 
  private:
-  bool keep_steps_, keep_tokens_;
+  bool keep_steps_, keep_tokens_, keep_events_;
+  int64_t num_handoffs_ = 0;
+  std::vector<RequestEvent> events_;
   std::vector<RequestRecord> requests_;
   std::vector<StepRecord> steps_;
   std::vector<InstanceSample> samples_;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "engine/engine.h"
 #include "engine/executor.h"
@@ -11,16 +13,28 @@
 
 namespace testbed {
 
-struct RunSetup {
-  ModelConfig model;
-  EngineConfig engine;  // with max_model_len resolved
+// One pool's instances (or, without pools, every instance): engine config,
+// KV capacity, cost model and what its executors are built from.
+struct InstanceSetup {
+  EngineConfig engine;  // with max_model_len resolved (and hand_off_after_prefill for prefill pools)
   int num_blocks = 0;
   std::shared_ptr<const CostModel> cost_model;  // when the run needs one
   ExecutorSetup executor;                       // what make_executor builds from
+  int tensor_parallel = 1;
+  std::string hardware;  // the hardware spec .ini ("" when none)
+};
+
+struct RunSetup : InstanceSetup {
+  ModelConfig model;
+  std::vector<InstanceSetup> pools;     // one per [pool.NAME], in order
+  std::vector<int> pool_of_instance;    // instance id -> index in pools (empty without pools)
+  // The setup instance i is built from.
+  const InstanceSetup& instance(int i) const { return pools.empty() ? *this : pools[pool_of_instance[i]]; }
+  int num_instances() const;
 };
 
 RunSetup prepare_run(const RunConfig& config);
 // The configured executor (executor.kind), timed by the cost model with executor.timing = cost_model.
-std::unique_ptr<Executor> make_executor(const RunConfig& config, const RunSetup& setup);
+std::unique_ptr<Executor> make_executor(const RunConfig& config, const InstanceSetup& setup);
 
 }  // namespace testbed

@@ -9,6 +9,8 @@
 #include "engine/common/config_error.h"
 #include "engine/driver.h"
 #include "engine/metrics/fleet_metrics.h"
+#include "sim/hardware_spec.h"
+#include "sim/pool.h"
 #include "experiments/cli/progress_printer.h"
 #include "traces/workload.h"
 
@@ -41,6 +43,41 @@ double prefill_seconds_per_token(const CostModel* cost_model) {
   return std::max(0.0, (cost_model->predict(prefill_shape(2 * n)) - cost_model->predict(prefill_shape(n))) / n);
 }
 
+// The pools' sizes, GPUs, capacity, price and power (one pool "main" without [pool.NAME]).
+std::vector<PoolFacts> pool_facts(const RunConfig& config, const RunSetup& setup, int num_instances) {
+  std::vector<PoolFacts> out;
+  const auto facts_of = [](const InstanceSetup& s, PoolFacts& f) {
+    f.gpus_per_instance = s.tensor_parallel;
+    f.kv_blocks_per_instance = s.num_blocks;
+    f.hardware = s.hardware;
+    if (!s.hardware.empty()) {
+      const HardwareSpec hw = HardwareSpec::from_ini_file(s.hardware);
+      f.price_per_gpu_hour = hw.price_per_gpu_hour;
+      f.power_w_per_gpu = hw.tdp_w;
+    }
+  };
+  if (config.pools().empty()) {
+    PoolFacts f;
+    f.size = num_instances;
+    facts_of(setup, f);
+    out.push_back(f);
+    return out;
+  }
+  int first = 0;
+  for (size_t k = 0; k < config.pools().size(); ++k) {
+    const PoolConfig& p = config.pools()[k];
+    PoolFacts f;
+    f.name = p.name;
+    f.role = p.role;
+    f.first_instance = first;
+    f.size = p.size;
+    facts_of(setup.pools[k], f);
+    out.push_back(f);
+    first += p.size;
+  }
+  return out;
+}
+
 }  // namespace
 
 ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) {
@@ -50,15 +87,18 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) 
   std::unique_ptr<RequestSource> source = make_workload(config.workload, context);
 
   ExperimentResult result;
-  result.recorder = std::make_unique<RunRecorder>(config.output.steps, config.output.tokens);
+  result.recorder = std::make_unique<RunRecorder>(config.output.steps, config.output.tokens, config.output.events);
   result.mode = config.driver_mode();
   DriverSetup driver_setup;
   driver_setup.sink = result.recorder.get();
+  driver_setup.log_events = config.output.events;
+  driver_setup.model = &setup.model;
   std::unique_ptr<Driver> driver = config.resolved_driver().create(driver_setup);
   const EngineFactory make_engine = [&](int instance) {
-    std::unique_ptr<Executor> exec = make_executor(config, setup);
+    const InstanceSetup& s = setup.instance(instance);
+    std::unique_ptr<Executor> exec = make_executor(config, s);
     if (instance == 0) result.executor = exec->name();
-    return std::make_unique<Engine>(instance, setup.engine, setup.num_blocks, std::move(exec), result.recorder.get());
+    return std::make_unique<Engine>(instance, s.engine, s.num_blocks, std::move(exec), result.recorder.get());
   };
   ProgressPrinter printer(config.driver.progress);
   const ProgressFn progress = [&](int64_t done, int64_t total) { printer.update(done, total); };
@@ -69,12 +109,14 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) 
   result.num_events = stats.num_events;
   const int n = stats.num_instances;
   result.summary = summarize(*result.recorder, n, config.slo);
-  FleetCostFacts facts;
+  FleetCostFacts& facts = result.facts;
   facts.num_instances = n;
   facts.gpus_per_instance = config.cost_model.tensor_parallel;
   facts.flops_per_prompt_token = 2.0 * static_cast<double>(setup.model.num_params());
-  facts.prefill_s_per_token = prefill_seconds_per_token(setup.cost_model.get());
+  // Prefill runs on the first pool (the one that takes arrivals).
+  facts.prefill_s_per_token = prefill_seconds_per_token(setup.instance(0).cost_model.get());
   facts.requests_per_day = config.requests_per_day;
+  facts.pools = pool_facts(config, setup, n);
   add_fleet_metrics(*result.recorder, facts, result.summary);
   result.num_instances = n;
   return result;
@@ -88,7 +130,8 @@ void write_run_files(const std::string& dir, const RunConfig& config, const Opti
   if (config.output.steps) file.write_steps(result.recorder->steps());
   if (config.output.tokens) file.write_tokens(result.recorder->output_token_ids(), result.recorder->output_tokens());
   file.write_summary(result.summary);
-  write_fleet_tables(file, *result.recorder, result.num_instances, result.summary.get("duration_s"));
+  write_fleet_tables(file, *result.recorder, result.facts, result.summary.get("duration_s"));
+  if (config.output.events) file.write_events(result.recorder->events());
   file.write_config(table.resolved());
   file.set_attr("run", "wall_s", result.wall_s);
   file.set_attr("run", "simulated_s", result.simulated_s);

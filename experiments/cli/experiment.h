@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/metrics/fleet_metrics.h"
 #include "engine/metrics/results_file.h"
 #include "engine/metrics/run_recorder.h"
 #include "engine/metrics/summary.h"
@@ -23,6 +24,7 @@ struct ExperimentResult {
   double simulated_s = 0.0;  // simulated time (simulated mode)
   int64_t num_events = 0;    // simulated mode
   int num_instances = 1;
+  FleetCostFacts facts;  // pools, GPUs, prices: what the fleet metrics were computed from
   std::string executor, mode;
 };
 

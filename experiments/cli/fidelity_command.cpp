@@ -80,7 +80,7 @@ int fidelity_command(const std::vector<std::string>& args) {
                 sim.summary.get(m + "_mean_s"), 100 * errs[0], real.summary.get(m + "_p99_s"),
                 sim.summary.get(m + "_p99_s"), 100 * errs[1]);
   }
-  ExperimentResult stored{nullptr, summary, real.wall_s, real.simulated_s, real.num_events, real.num_instances, real.executor, real.mode};
+  ExperimentResult stored{nullptr, summary, real.wall_s, real.simulated_s, real.num_events, real.num_instances, real.facts, real.executor, real.mode};
   stored.recorder = std::make_unique<RunRecorder>(*real.recorder);
   write_run_files(output, config, table, stored, [&](ResultsFile& file) {
     for (const auto& [name, value] : sim.summary.values()) file.set_attr("sim_summary", name, value);

@@ -37,6 +37,7 @@ void RunConfig::bind(OptionTable& t) {
   t.add("output.steps", &output.steps, "write the per-step table");
   t.add("output.tokens", &output.tokens, "write generated token ids");
   t.add("output.timeline", &output.timeline, "write timeline.json (Chrome trace, opens in Perfetto)");
+  t.add("output.events", &output.events, "write /events: each request's named events (simulated mode)");
 }
 
 std::string RunConfig::driver_mode() const {
@@ -52,6 +53,16 @@ Choice<DriverRegistry> RunConfig::resolved_driver() const {
 
 const SimulatedDriverParams& RunConfig::simulation() const {
   return dynamic_cast<const SimulatedDriverParams&>(driver.mode.params("simulated"));
+}
+
+void RunConfig::set_pool_names(const std::vector<std::string>& names) {
+  auto& sim = dynamic_cast<SimulatedDriverParams&>(driver.mode.params("simulated"));
+  sim.pools.clear();
+  for (const std::string& n : names) {
+    PoolConfig p;
+    p.name = n;
+    sim.pools.push_back(std::move(p));
+  }
 }
 
 void RunConfig::validate() const {
@@ -80,7 +91,37 @@ void RunConfig::validate() const {
   require(requests_per_day > 0, "metrics.requests_per_day", "must be positive");
   require(simulation().fleet.num_instances == 1 || mode == "simulated", "fleet.num_instances",
           "fleets of several instances run in the simulator (driver.mode = simulated)");
+  require(!output.events || mode == "simulated", "output.events", "the event log comes from the simulator (driver.mode = simulated)");
+  if (!pools().empty())
+    require(mode == "simulated", "driver.mode", "pools ([pool.NAME]) run in the simulator (driver.mode = simulated)");
 }
+
+namespace {
+
+bool starts_with(const std::string& s, const std::string& head) { return s.compare(0, head.size(), head) == 0; }
+
+// Keys that a config can set but that the pools make meaningless: an error, never ignored.
+void check_pool_keys(const RunConfig& config, const OptionTable& table) {
+  const std::vector<PoolConfig>& pools = config.pools();
+  bool any_decode = false;
+  for (const PoolConfig& p : pools) any_decode |= p.parsed_role() == PoolRole::Decode;
+  for (const auto& [key, value] : table.resolved()) {
+    if (!table.was_set(key)) continue;
+    if (!pools.empty() && key == "fleet.num_instances" && config.simulation().fleet.num_instances != config.simulation().num_instances())
+      throw ConfigError(key + ": the pools give the instances (pool.NAME.size, " +
+                        std::to_string(config.simulation().num_instances()) + " in all); remove fleet.num_instances");
+    // (A value that changes nothing, as a resolved config.ini states it, is fine.)
+    if (starts_with(key, "link.") && !any_decode && value != table.default_value(key))
+      throw ConfigError(key + ": no decode pool receives KV over a link (pools with role = prefill and decode)");
+    for (const PoolConfig& p : pools) {
+      const std::string own = p.prefix() + "link.";
+      if (starts_with(key, own) && p.parsed_role() != PoolRole::Decode && value != table.value(key.substr(p.prefix().size())))
+        throw ConfigError(key + ": only a decode pool receives KV over a link (" + p.prefix() + "role is " + p.role + ")");
+    }
+  }
+}
+
+}  // namespace
 
 std::string require_file(const std::string& key, const std::string& path) {
   require(!path.empty(), key, "no path given");
@@ -90,7 +131,6 @@ std::string require_file(const std::string& key, const std::string& path) {
 
 void load_run_config(const std::string& config_path, const std::vector<std::string>& args, RunConfig& config,
                      OptionTable& table) {
-  config.bind(table);
   namespace fs = std::filesystem;
   if (!fs::is_regular_file(config_path)) throw ConfigError(config_path + ": cannot open config file");
   std::ifstream in(config_path);
@@ -98,9 +138,17 @@ void load_run_config(const std::string& config_path, const std::vector<std::stri
   std::stringstream text;
   text << in.rdbuf();
   const std::string ini = text.str();
+  // [pool.NAME] sections are keys only once named: find the names, bind, parse.
+  config.set_pool_names(pool_names(OptionTable::mentioned_keys(args, &ini)));
+  config.bind(table);
   table.parse(args, &ini, config_path);
+  for (const PoolConfig& p : config.pools()) table.inherit(p.prefix());
   config.config_path = config_path;
   config.validate();
+  check_pool_keys(config, table);
+  // The resolved config states the instances the pools add up to.
+  if (!config.pools().empty() && !table.was_set("fleet.num_instances"))
+    table.set("fleet.num_instances", std::to_string(config.simulation().num_instances()), "pools");
 }
 
 }  // namespace testbed

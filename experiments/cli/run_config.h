@@ -43,6 +43,7 @@ struct OutputSection {
   bool steps = true;      // write /steps
   bool tokens = false;    // write /tokens (generated token ids)
   bool timeline = false;  // write timeline.json (Chrome trace / Perfetto)
+  bool events = false;    // write /events (every request's named events; simulated mode)
 };
 
 struct RunConfig {
@@ -66,8 +67,12 @@ struct RunConfig {
   std::string driver_mode() const;
   // The driver to run, with "auto" resolved.
   Choice<DriverRegistry> resolved_driver() const;
-  // The simulated driver's keys (fleet.*, router.*).
+  // The simulated driver's keys (fleet.*, router.*, pool.NAME.*).
   const SimulatedDriverParams& simulation() const;
+  // The [pool.NAME] sections (empty: one unified pool of fleet.num_instances).
+  const std::vector<PoolConfig>& pools() const { return simulation().pools; }
+  // Names the pools to bind (before bind()).
+  void set_pool_names(const std::vector<std::string>& names);
   bool needs_cost_model() const { return executor.kind.name == "sim" || executor.timing == "cost_model"; }
 };
 

@@ -25,6 +25,10 @@ std::vector<std::string> PointResolver::derived_seed_keys() {
   RunConfig config;
   OptionTable table;
   config.bind(table);
+  return derived_seed_keys(table);
+}
+
+std::vector<std::string> PointResolver::derived_seed_keys(const OptionTable& table) {
   std::vector<std::string> keys;
   for (const auto& [key, value] : table.resolved()) {
     const std::string suffix = ".seed";
@@ -47,7 +51,7 @@ SweepPoint PointResolver::resolve(const PointValues& values) const {
     load_run_config(sweep_.base, args, config, table);
     if (sweep_.seeds == "derived") {
       bool changed = false;
-      for (const std::string& key : derived_seed_keys()) {
+      for (const std::string& key : derived_seed_keys(table)) {  // pools' seed keys too
         bool swept = false;
         for (const auto& kv : values) swept = swept || kv.first == key;
         if (swept) continue;  // a swept seed is the point's own (replicas)

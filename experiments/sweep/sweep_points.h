@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "experiments/sweep/sweep_file.h"
+#include "engine/common/option_table.h"
 
 namespace testbed {
 
@@ -32,6 +33,8 @@ class PointResolver {
   // The seed keys a derived-seeds sweep varies: every *.seed key of the run
   // schema except model.seed (which picks the dummy weights, i.e. the model).
   static std::vector<std::string> derived_seed_keys();
+  // The same keys of a loaded config's table (pool.NAME.*.seed included).
+  static std::vector<std::string> derived_seed_keys(const OptionTable& table);
 
  private:
   const SweepFile& sweep_;

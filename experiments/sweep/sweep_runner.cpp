@@ -38,7 +38,11 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 std::set<std::string> summary_metric_names() {
   RunRecorder rec;
   Summary s = summarize(rec, 1, SloConfig{});
-  add_fleet_metrics(rec, FleetCostFacts{}, s);
+  FleetCostFacts facts;  // one priced, powered pool: the cost and energy metrics too
+  facts.pools.emplace_back();
+  facts.pools.back().price_per_gpu_hour = 1.0;
+  facts.pools.back().power_w_per_gpu = 1.0;
+  add_fleet_metrics(rec, facts, s);
   std::set<std::string> names;
   for (const auto& [name, value] : s.values()) names.insert(name);
   return names;

@@ -1,0 +1,74 @@
+// Pools: a cluster is one or more pools of identical instances, each with a
+// role, a size, its own engine config (scheduler.*, cache.*), hardware and
+// tensor parallelism (cost_model.*), router (router.*) and, for a decode
+// pool, the link its KV arrives over (link.*). In a config:
+//
+//   [pool.prefill]                 [pool.decode]
+//   role = prefill                 role = decode
+//   size = 2                       size = 6
+//   cost_model.hardware = h100.ini router.type = least_loaded
+//   scheduler.max_num_seqs = 8     link.layerwise = true
+//
+// Every key of a pool is pool.NAME.<a top-level key>, settable on the command
+// line as --pool.NAME.scheduler.chunk_size=512; a key a pool does not set is
+// the top-level one (so [scheduler] applies to every pool). A config without
+// pool sections is one unified pool of fleet.num_instances instances: today's
+// fleet, bit for bit.
+//
+// Roles: `unified` runs whole requests; `prefill` takes arrivals and hands
+// each sequence off after its first token; `decode` receives hand-offs. A
+// cluster has one pool that takes arrivals (unified or prefill) and, with a
+// prefill pool, one decode pool. (Several ingress pools need a model router
+// in front of them: the ingress layer.)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "sim/cost_model.h"
+#include "sim/kv_link.h"
+#include "sim/router.h"
+
+namespace testbed {
+
+enum class PoolRole { Unified, Prefill, Decode };
+const char* pool_role_name(PoolRole role);
+
+struct PoolConfig {
+  std::string name;
+  std::string role = "unified";  // unified | prefill | decode (required in a config)
+  int size = 1;                  // instances (required in a config)
+  EngineConfig engine;
+  CostModelConfig cost_model;
+  RouterChoice router = router_choice();
+  KvLinkConfig link;
+
+  std::string prefix() const { return "pool." + name + "."; }
+  PoolRole parsed_role() const;
+  // pool.NAME.role, .size and pool.NAME.<every scheduler, cache, cost_model, router and link key>.
+  void bind(OptionTable& table);
+  // Throws ConfigError naming pool.NAME.<key>.
+  void validate() const;
+};
+
+// The pool names that keys pool.NAME.* in `keys` mention, in first-mention order.
+// Throws ConfigError for a name that is not [A-Za-z0-9_-]+.
+std::vector<std::string> pool_names(const std::vector<std::string>& keys);
+
+// The rules between pools (one ingress pool, decode iff prefill, equal block
+// sizes across a hand-off, at most kMaxInstances per pool); errors name the key.
+void validate_pools(const std::vector<PoolConfig>& pools);
+
+// Runs f(); a ConfigError it throws is rethrown with `prefix` before its key,
+// so a pool's scheduler error reads "pool.decode.scheduler.max_num_seqs: ...".
+template <class F>
+void with_key_prefix(const std::string& prefix, F f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    throw ConfigError(prefix + e.what());
+  }
+}
+
+}  // namespace testbed
