@@ -12,6 +12,7 @@ namespace testbed {
 void SloConfig::validate() const {
   require(ttft_s >= 0, "slo.ttft_s", "must be >= 0 (0 disables it)");
   require(tpot_s >= 0, "slo.tpot_s", "must be >= 0 (0 disables it)");
+  require(attainment > 0 && attainment <= 1, "slo.attainment", "must be in (0, 1]");
 }
 
 void Summary::set(const std::string& name, double value) {
@@ -106,7 +107,9 @@ Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& sl
   s.set("throughput_tok_s", duration > 0 ? output / duration : 0.0);
   s.set("request_throughput_rps", duration > 0 ? reqs.size() / duration : 0.0);
   s.set("goodput_rps", duration > 0 ? good / duration : 0.0);
-  s.set("slo_attainment", reqs.empty() ? 0.0 : static_cast<double>(good) / reqs.size());
+  const double attained = reqs.empty() ? 0.0 : static_cast<double>(good) / reqs.size();
+  s.set("slo_attainment", attained);
+  s.set("meets_slo", attained >= slo.attainment ? 1.0 : 0.0);
   s.set("preemptions", preemptions);
   s.set("num_steps", static_cast<double>(rec.num_steps()));
   // Time-weighted over busy steps: the sequences a step carries, and the share of

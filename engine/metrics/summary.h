@@ -16,6 +16,9 @@ namespace testbed {
 struct SloConfig {
   double ttft_s = 0.0;  // 0: no TTFT target
   double tpot_s = 0.0;  // 0: no TPOT target
+  // DistServe's goodput: a rate is served when at least this share of requests
+  // meets both targets (summary meets_slo = 1); the highest such rate is the goodput.
+  double attainment = 0.9;
   void validate() const;
 };
 

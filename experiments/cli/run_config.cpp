@@ -33,6 +33,7 @@ void RunConfig::bind(OptionTable& t) {
 
   t.add("slo.ttft_s", &slo.ttft_s, "TTFT target for goodput (0: none)");
   t.add("slo.tpot_s", &slo.tpot_s, "TPOT target for goodput (0: none)");
+  t.add("slo.attainment", &slo.attainment, "share of requests that must meet both targets (meets_slo; DistServe goodput)");
 
   t.add("output.steps", &output.steps, "write the per-step table");
   t.add("output.tokens", &output.tokens, "write generated token ids");
