@@ -124,9 +124,7 @@ void OptionTable::inherit(const std::string& prefix) {
 
 std::vector<std::string> OptionTable::mentioned_keys(const std::vector<std::string>& args,
                                                      const std::string* ini_text) {
-  std::vector<std::string> out;
-  for (const std::string& a : args)
-    if (a.size() > 2 && a.compare(0, 2, "--") == 0) out.push_back(a.substr(2, a.find('=') - 2));
+  std::vector<std::string> out;  // the file's keys first: its order is the config's
   if (ini_text) {
     std::istringstream in(*ini_text);
     try {
@@ -136,6 +134,8 @@ std::vector<std::string> OptionTable::mentioned_keys(const std::vector<std::stri
       // parse() reports it, with the line.
     }
   }
+  for (const std::string& a : args)
+    if (a.size() > 2 && a.compare(0, 2, "--") == 0) out.push_back(a.substr(2, a.find('=') - 2));
   return out;
 }
 

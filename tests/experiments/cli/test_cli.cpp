@@ -17,6 +17,7 @@
 
 #include "engine/model/llama_weights.h"
 #include "support/cli.h"
+#include "support/h5_read.h"
 #include "support/engine_harness.h"
 
 namespace fs = std::filesystem;
@@ -25,6 +26,8 @@ namespace {
 
 using testbed_test::Outcome;
 using testbed_test::run_cli;
+using testbed_test::read_group;
+using testbed_test::same_bits;
 
 fs::path scratch(const std::string& name) { return testbed_test::scratch_dir("testbed_cli", name); }
 
@@ -42,40 +45,6 @@ fs::path write_config(const fs::path& dir, const std::string& extra = "") {
          "[cost_model]\nkind = linear\n"
       << extra;
   return dir / "exp.ini";
-}
-
-std::map<std::string, std::vector<double>> read_group(const fs::path& file, const std::string& group) {
-  H5::H5File f(file.string(), H5F_ACC_RDONLY);
-  H5::Group g = f.openGroup(group);
-  std::map<std::string, std::vector<double>> out;
-  for (hsize_t i = 0; i < g.getNumObjs(); ++i) {
-    const std::string name = g.getObjnameByIdx(i);
-    H5::DataSet ds = g.openDataSet(name);
-    hsize_t dims[1];
-    ds.getSpace().getSimpleExtentDims(dims);
-    std::vector<double> v(dims[0]);
-    if (dims[0]) ds.read(v.data(), H5::PredType::NATIVE_DOUBLE);
-    out[name] = v;
-  }
-  for (int i = 0; i < g.getNumAttrs(); ++i) {
-    H5::Attribute a = g.openAttribute(static_cast<unsigned>(i));
-    if (a.getTypeClass() != H5T_FLOAT) continue;
-    double v;
-    a.read(H5::PredType::NATIVE_DOUBLE, &v);
-    out["@" + a.getName()] = {v};
-  }
-  return out;
-}
-
-bool same_bits(const std::map<std::string, std::vector<double>>& a, const std::map<std::string, std::vector<double>>& b) {
-  if (a.size() != b.size()) return false;
-  for (const auto& [k, v] : a) {
-    auto it = b.find(k);
-    if (it == b.end() || it->second.size() != v.size()) return false;
-    for (size_t i = 0; i < v.size(); ++i)
-      if (!(v[i] == it->second[i] || (std::isnan(v[i]) && std::isnan(it->second[i])))) return false;
-  }
-  return true;
 }
 
 }  // namespace

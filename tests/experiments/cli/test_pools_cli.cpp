@@ -1,0 +1,131 @@
+// Pools from the command line: one unified [pool.NAME] is the plain fleet bit
+// for bit; a disaggregated run writes its hand-offs, pools and event log, and
+// its resolved config reproduces it; bad pool configs exit 2 naming the key.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support/cli.h"
+#include "support/h5_read.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using testbed_test::Outcome;
+using testbed_test::read_group;
+using testbed_test::run_cli;
+using testbed_test::same_bits;
+
+fs::path scratch(const std::string& name) { return testbed_test::scratch_dir("testbed_pools", name); }
+
+// A simulated micro model (sim executor, linear cost model) on a shared-prefix workload.
+fs::path write_config(const fs::path& dir, const std::string& name, const std::string& extra) {
+  std::ofstream(dir / "micro.json") << R"({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 512, "max_position_embeddings": 512})";
+  std::ofstream ini(dir / name);
+  ini << "[model]\nconfig = micro.json\n"
+         "[executor]\nkind = sim\n"
+         "[driver]\nprogress = off\n"
+         "[scheduler]\nmax_num_seqs = 8\nmax_batch_tokens = 128\nchunk_size = 64\n"
+         "[cache]\nnum_blocks = 64\nblock_size = 8\n"
+         "[workload]\nnum_requests = 60\nrate = 40\nsystem_prompt_tokens = 40\nuser_tokens = 10\noutput_tokens = 6\n"
+         "num_prefixes = 3\n"
+         "[cost_model]\nkind = linear\n"
+         "[router]\ntype = prefix_precise\n"
+      << extra;
+  return dir / name;
+}
+
+const char* kDisaggregated =
+    "[pool.p]\nrole = prefill\nsize = 2\n"
+    "[pool.d]\nrole = decode\nsize = 2\nrouter.type = least_loaded\ncache.num_blocks = 16\nlink.bandwidth_gbps = 0.01\n"
+    "[output]\nevents = true\n";
+
+}  // namespace
+
+TEST_CASE("one unified pool is the plain fleet, bit for bit", "[cli][pools][golden]") {
+  const fs::path dir = scratch("unified");
+  const fs::path plain = write_config(dir, "plain.ini", "[fleet]\nnum_instances = 3\n");
+  const fs::path pooled = write_config(dir, "pooled.ini", "[pool.main]\nrole = unified\nsize = 3\n");
+  REQUIRE(run_cli("run " + plain.string() + " --output " + (dir / "a").string()).status == 0);
+  const Outcome o = run_cli("run " + pooled.string() + " --output " + (dir / "b").string());
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  for (const char* group : {"summary", "requests", "steps", "instances"}) {
+    INFO(group);
+    CHECK(same_bits(read_group(dir / "a" / "results.h5", group), read_group(dir / "b" / "results.h5", group)));
+  }
+}
+
+TEST_CASE("a disaggregated run writes hand-offs, pools and events, and its config.ini reproduces it", "[cli][pools]") {
+  const fs::path dir = scratch("pd");
+  const fs::path ini = write_config(dir, "pd.ini", kDisaggregated);
+  const Outcome o = run_cli("run " + ini.string() + " --workload.rate=1000 --output " + (dir / "a").string());
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  const auto requests = read_group(dir / "a" / "results.h5", "requests");
+  REQUIRE(requests.at("prefill_instance").size() == 60);
+  for (size_t i = 0; i < 60; ++i) {
+    CHECK(requests.at("prefill_instance")[i] <= 1);
+    CHECK(requests.at("instance")[i] >= 2);
+    CHECK(requests.at("transfer_s")[i] > 0);
+    CHECK(requests.at("transfer_bytes")[i] > 0);
+  }
+  const auto summary = read_group(dir / "a" / "results.h5", "summary");
+  for (const char* key : {"transfer_mean_s", "handoff_wait_p99_s", "transfer_gb", "pool_p_utilization",
+                          "pool_d_utilization", "pool_d_gpu_seconds"})
+    CHECK(summary.count(std::string("@") + key) == 1);
+  // 16 blocks per decode instance hold two or three sequences: hand-offs wait for room.
+  CHECK(summary.at("@handoff_wait_p99_s")[0] > 0);
+  const auto pools = read_group(dir / "a" / "results.h5", "pools");
+  CHECK(pools.at("size") == std::vector<double>{2, 2});
+  CHECK(pools.at("kv_blocks_per_instance") == std::vector<double>{64, 16});
+  const auto events = read_group(dir / "a" / "results.h5", "events");
+  CHECK(events.at("request").size() == 60 * 8);  // eight named events per handed-off request
+
+  fs::copy_file(dir / "micro.json", dir / "a" / "micro.json");
+  const Outcome again = run_cli("run " + (dir / "a" / "config.ini").string() + " --output " + (dir / "b").string());
+  INFO(again.output);
+  REQUIRE(again.status == 0);
+  CHECK(same_bits(requests, read_group(dir / "b" / "results.h5", "requests")));
+  // A pool key on the command line overrides the file.
+  const Outcome more = run_cli("run " + ini.string() + " --pool.d.size=3 --output " + (dir / "c").string());
+  REQUIRE(more.status == 0);
+  CHECK(read_group(dir / "c" / "results.h5", "pools").at("size") == std::vector<double>{2, 3});
+}
+
+TEST_CASE("bad pool configs exit 2 naming the key and write nothing", "[cli][pools]") {
+  const fs::path dir = scratch("errors");
+  struct Case {
+    std::string extra, args, must_contain;
+  };
+  const std::vector<Case> cases = {
+      {"[pool.a]\nrole = unified\nsize = 1\n[pool.b]\nrole = unified\nsize = 1\n", "", "exactly one pool that takes arrivals"},
+      {"[pool.p]\nrole = prefill\nsize = 1\n", "", "pool.p.role"},
+      {"[pool.d]\nrole = decode\nsize = 1\n", "", "pool.d.role"},
+      {"[pool.x]\nrole = middle\nsize = 1\n", "", "pool.x.role"},
+      {"[pool.x]\nrole = unified\n", "", "pool.x.size is required"},
+      {"[pool.x]\nrole = unified\nsize = 0\n", "", "pool.x.size"},
+      {"[pool.x]\nrole = unified\nsize = 1\nscheduler.max_num_seqs = 0\n", "", "pool.x.scheduler.max_num_seqs"},
+      {"[pool.x]\nrole = unified\nsize = 1\nscheduler.bogus = 1\n", "", "pool.x.scheduler.bogus"},
+      {"[pool.p]\nrole = prefill\nsize = 1\n[pool.d]\nrole = decode\nsize = 1\ncache.block_size = 16\n", "",
+       "pool.d.cache.block_size"},
+      {"[pool.x]\nrole = unified\nsize = 2\n[fleet]\nnum_instances = 3\n", "", "fleet.num_instances"},
+      {"", "--link.latency_s=1", "link.latency_s: no decode pool"},
+      {"[pool.p]\nrole = prefill\nsize = 1\nlink.layerwise = true\n[pool.d]\nrole = decode\nsize = 1\n", "",
+       "pool.p.link.layerwise"},
+      {"[pool.x]\nrole = unified\nsize = 1\n", "--pool.y!.size=2", "pool.y!.size"},
+      {"[pool.x]\nrole = unified\nsize = 1\n", "--driver.mode=realtime --executor.kind=cpu", "driver.mode"},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    const fs::path ini = write_config(dir, "bad" + std::to_string(n++) + ".ini", c.extra);
+    const Outcome o = run_cli("run " + ini.string() + " " + c.args + " --output " + (dir / "out").string());
+    INFO(c.extra << c.args << "\n" << o.output);
+    CHECK(o.status == 2);
+    CHECK_THAT(o.output, Catch::Contains(c.must_contain));
+    CHECK_FALSE(fs::exists(dir / "out"));
+  }
+}
