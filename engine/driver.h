@@ -43,6 +43,8 @@ struct DriverSetup {
   MetricsSink* sink = nullptr;            // where fleet-level samples (and request events) go
   bool log_events = false;                // report RequestEvents (output.events)
   const ModelConfig* model = nullptr;     // the model every engine runs (KV bytes per token, layers)
+  // Wall-clock drivers: instance 0 prefills and hands off, instance 1 decodes (run_disaggregated).
+  bool disaggregated = false;
 };
 
 using DriverRegistry = Registry<Driver, const DriverSetup&>;
@@ -50,5 +52,15 @@ using DriverRegistry = Registry<Driver, const DriverSetup&>;
 // The wall-clock loops on one engine; both return the run's duration in seconds.
 double run_offline(Engine& engine, RequestSource& source, const ProgressFn& progress, int64_t* num_finished = nullptr);
 double run_realtime(Engine& engine, RequestSource& source, const ProgressFn& progress, int64_t* num_finished = nullptr);
+// Prefill/decode disaggregation on the wall clock, in one process and one
+// thread: `prefill` (hand_off_after_prefill) takes the arrivals (all at t = 0
+// when offline), each handed-off sequence's KV blocks are copied from its
+// executor into `decode`'s (kv_transfer.h; timed, Sequence::handoff), and
+// `decode` generates the rest. A hand-off waits while `decode` has no room.
+// The two engines take turns on one thread, so their steps never overlap: a
+// fidelity anchor for the simulated hand-off (same tokens as one engine), not
+// a model of two GPUs' concurrency.
+double run_disaggregated(Engine& prefill, Engine& decode, RequestSource& source, bool offline,
+                         const ProgressFn& progress, int64_t* num_finished = nullptr);
 
 }  // namespace testbed

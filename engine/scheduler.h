@@ -67,6 +67,7 @@ class Scheduler {
   // Prefill instances: a sequence whose prompt is done leaves the engine
   // after its first token (StepOutcome::handed_off) instead of decoding here.
   void set_hand_off_after_prefill(bool on) { hand_off_after_prefill_ = on; }
+  bool hands_off_after_prefill() const { return hand_off_after_prefill_; }
 
   // KV tokens the running sequences hold (their computed tokens).
   int64_t num_running_tokens() const;

@@ -140,7 +140,22 @@ std::string format_summary(const Summary& s) {
                 s.get("ttft_mean_s"), s.get("ttft_p50_s"), s.get("ttft_p90_s"), s.get("ttft_p99_s"),
                 s.get("tpot_mean_s"), s.get("tpot_p50_s"), s.get("tpot_p90_s"), s.get("tpot_p99_s"),
                 s.get("e2e_mean_s"), s.get("e2e_p50_s"), s.get("e2e_p90_s"), s.get("e2e_p99_s"));
-  return buf;
+  std::string out = buf;
+  if (s.has("transfer_mean_s")) {
+    std::snprintf(buf, sizeof buf,
+                  "hand-offs     KV transfer mean %.4f s p99 %.4f s (%.3f GB, %.0f%% of blocks already on the "
+                  "decode side), wait for room mean %.4f s p99 %.4f s\n",
+                  s.get("transfer_mean_s"), s.get("transfer_p99_s"), s.get("transfer_gb"),
+                  100.0 * s.get("transfer_reused_share"), s.get("handoff_wait_mean_s"), s.get("handoff_wait_p99_s"));
+    out += buf;
+  }
+  if (s.has("cost_usd")) {
+    std::snprintf(buf, sizeof buf, "cost          $%.4f (%.3f $ per M output tokens)%s\n", s.get("cost_usd"),
+                  s.get("usd_per_million_output_tokens"),
+                  s.has("energy_kwh") ? (", " + std::to_string(s.get("energy_kwh")) + " kWh at TDP").c_str() : "");
+    out += buf;
+  }
+  return out;
 }
 
 }  // namespace testbed

@@ -93,6 +93,7 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) 
   driver_setup.sink = result.recorder.get();
   driver_setup.log_events = config.output.events;
   driver_setup.model = &setup.model;
+  driver_setup.disaggregated = !config.pools().empty() && result.mode != "simulated";
   std::unique_ptr<Driver> driver = config.resolved_driver().create(driver_setup);
   const EngineFactory make_engine = [&](int instance) {
     const InstanceSetup& s = setup.instance(instance);

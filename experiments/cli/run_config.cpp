@@ -93,8 +93,16 @@ void RunConfig::validate() const {
   require(simulation().fleet.num_instances == 1 || mode == "simulated", "fleet.num_instances",
           "fleets of several instances run in the simulator (driver.mode = simulated)");
   require(!output.events || mode == "simulated", "output.events", "the event log comes from the simulator (driver.mode = simulated)");
-  if (!pools().empty())
-    require(mode == "simulated", "driver.mode", "pools ([pool.NAME]) run in the simulator (driver.mode = simulated)");
+  if (!pools().empty() && mode != "simulated") {
+    // On the wall clock: one prefill engine and one decode engine in this process (run_disaggregated).
+    const auto& p = pools();
+    const bool pd = p.size() == 2 && p[0].parsed_role() == PoolRole::Prefill && p[0].size == 1 &&
+                    p[1].parsed_role() == PoolRole::Decode && p[1].size == 1;
+    require(pd, "driver.mode",
+            "in " + mode + " mode pools are one prefill instance and one decode instance, in that order "
+            "([pool.P] role = prefill, size = 1, then [pool.D] role = decode, size = 1); larger pools run in the "
+            "simulator (driver.mode = simulated)");
+  }
 }
 
 namespace {

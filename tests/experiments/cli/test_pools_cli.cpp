@@ -129,3 +129,43 @@ TEST_CASE("bad pool configs exit 2 naming the key and write nothing", "[cli][poo
     CHECK_FALSE(fs::exists(dir / "out"));
   }
 }
+
+TEST_CASE("two CPU engines, prefill and decode, generate one engine's tokens with the KV really copied", "[cli][pools]") {
+  const fs::path dir = scratch("cpu_pd");
+  for (const char* mode : {"offline", "realtime"}) {
+    INFO(mode);
+    const std::string cpu = std::string(" --executor.kind=cpu --driver.mode=") + mode + " --workload.num_requests=8";
+    const fs::path one = write_config(dir, "one.ini", "[output]\ntokens = true\n");
+    const fs::path two = write_config(dir, "two.ini",
+                                      "[output]\ntokens = true\n"
+                                      "[pool.p]\nrole = prefill\nsize = 1\n[pool.d]\nrole = decode\nsize = 1\n");
+    const std::string a = (dir / (std::string(mode) + "_one")).string(), b = (dir / (std::string(mode) + "_two")).string();
+    REQUIRE(run_cli("run " + one.string() + cpu + " --output " + a).status == 0);
+    const Outcome o = run_cli("run " + two.string() + cpu + " --output " + b);
+    INFO(o.output);
+    REQUIRE(o.status == 0);
+    CHECK_THAT(o.output, Catch::Contains("hand-offs"));
+    const auto tokens_one = read_group(fs::path(a) / "results.h5", "tokens");
+    const auto tokens_two = read_group(fs::path(b) / "results.h5", "tokens");
+    REQUIRE(tokens_one.at("ids").size() == 8 * 6);
+    // Same tokens per request (finish order may differ between the two runs).
+    std::map<double, std::vector<double>> by_request_one, by_request_two;
+    for (auto* pair : {&tokens_one, &tokens_two}) {
+      auto& out = pair == &tokens_one ? by_request_one : by_request_two;
+      const auto& ids = pair->at("ids");
+      const auto& offsets = pair->at("offsets");
+      const auto& req = pair->at("request_id");
+      for (size_t k = 0; k < req.size(); ++k)
+        out[req[k]] = std::vector<double>(ids.begin() + static_cast<long>(offsets[k]), ids.begin() + static_cast<long>(offsets[k + 1]));
+    }
+    CHECK(by_request_one == by_request_two);
+    const auto requests = read_group(fs::path(b) / "results.h5", "requests");
+    for (size_t i = 0; i < requests.at("id").size(); ++i) {
+      CHECK(requests.at("prefill_instance")[i] == 0);
+      CHECK(requests.at("instance")[i] == 1);
+      CHECK(requests.at("transfer_s")[i] > 0);  // the copy, timed
+      CHECK(requests.at("transfer_bytes")[i] > 0);
+      CHECK(requests.at("transfer_blocks")[i] + requests.at("reused_blocks")[i] > 0);
+    }
+  }
+}
