@@ -196,22 +196,25 @@ bool KvCacheManager::import_blocks(Sequence& seq, const KvExport& from, KvImport
   if (static_cast<int>(from.blocks.size()) < total)
     throw std::logic_error("KvCacheManager::import_blocks: the export holds fewer blocks than its tokens need");
   // Leading blocks this cache holds already (another sequence computed the same prefix here).
+  // One walk of the hash table: the hits go straight into the block table
+  // (which stays empty again when there is no room).
   int reused = 0, revived = 0;
+  seq.block_table.reserve(blocks_needed(seq.num_prompt_tokens() + seq.max_output_tokens()));
   if (prefix_cache_)
     for (; reused < static_cast<int>(from.block_hashes.size()) && reused < total; ++reused) {
       const int32_t* b = cached_.find(from.block_hashes[reused]);
       if (!b) break;
       if (blocks_[*b].ref_count == 0) ++revived;
+      seq.block_table.push_back(*b);
     }
-  if (total - reused + revived > num_free_) return false;
-  plan = KvImport{};
-  plan.num_reused_blocks = reused;
-  seq.block_table.reserve(blocks_needed(seq.num_prompt_tokens() + seq.max_output_tokens()));
-  for (int i = 0; i < reused; ++i) {
-    const int b = *cached_.find(from.block_hashes[i]);
-    touch(b);
-    seq.block_table.push_back(b);
+  if (total - reused + revived > num_free_) {
+    seq.block_table.clear();
+    return false;
   }
+  plan.source_blocks.clear();
+  plan.dest_blocks.clear();
+  plan.num_reused_blocks = reused;
+  for (int i = 0; i < reused; ++i) touch(seq.block_table[i]);
   for (int i = reused; i < total; ++i) {
     const int b = take_free_block();
     blocks_[b].ref_count = 1;

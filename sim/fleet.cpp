@@ -283,7 +283,7 @@ bool Fleet::try_import(Pool& pool, int local, PendingHandOff& p, double now) {
   const int64_t id = p.h.kv.seq_id;
   const int num_tokens = p.h.kv.num_tokens, block_size = p.h.kv.block_size;
   Sequence* seq = p.h.seq.get();
-  KvImport plan;
+  KvImport& plan = import_plan_;  // reused: its vectors keep their capacity
   if (!receiver.begin_import(p.h, plan)) return false;
   // Only the blocks the receiver's prefix cache lacks move.
   const int tokens_moved = std::max(0, num_tokens - plan.num_reused_blocks * block_size);

@@ -121,6 +121,7 @@ class Fleet {
   double last_arrival_ = 0.0;
   std::vector<int64_t> routed_;
   std::vector<InstanceLoad> loads_;
+  KvImport import_plan_;
 };
 
 }  // namespace testbed
