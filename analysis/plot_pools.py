@@ -1,0 +1,112 @@
+#!/usr/bin/python3
+"""A disaggregated (or any multi-pool) run at a glance: one results file of `testbed run`.
+
+    /usr/bin/python3 analysis/plot_pools.py RESULTS [--out FILE]
+
+RESULTS is a run directory or its results.h5. Three panels:
+  - KV usage over time, the mean over each pool's instances (needs
+    fleet.sample_interval_s > 0; otherwise each pool's mean KV usage while busy);
+  - utilization per pool (busy time / wall time of its instances);
+  - the CDFs of each request's KV transfer time and back-pressure wait
+    (first token -> transfer start), when requests were handed off.
+Writes FILE (default DIR/pools.png) and prints a markdown table per pool.
+Reads through analysis/results.py.
+"""
+import argparse
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results  # noqa: E402  (analysis/results.py)
+
+
+def text(values):
+    return [v.decode() if isinstance(v, bytes) else str(v) for v in values]
+
+
+def pool_table(r):
+    """{pool name: {column: value}} from /pools, in pool order."""
+    pools = r.table("pools")
+    if not pools:
+        sys.exit(f"plot_pools.py: {r.path} has no /pools table (a run with several [pool.NAME] sections writes one)")
+    names = text(pools["name"])
+    return {n: {k: (text(v)[i] if v.dtype.kind == "S" else v[i]) for k, v in pools.items()} for i, n in enumerate(names)}
+
+
+def kv_over_time(r):
+    """{pool: (t, mean kv_usage over its instances)} from /instance_samples, or {} without samples."""
+    samples, inst = r.table("instance_samples"), r.table("instances")
+    if not samples or "pool" not in inst:
+        return {}
+    pool_of = dict(zip(inst["instance"].astype(int), text(inst["pool"])))
+    t = samples["t"]
+    out = {}
+    for pool in dict.fromkeys(pool_of.values()):
+        mine = np.array([pool_of[int(i)] == pool for i in samples["instance"]])
+        times = np.unique(t[mine])
+        usage = np.array([samples["kv_usage"][mine & (t == x)].mean() for x in times])
+        out[pool] = (times, usage)
+    return out
+
+
+def cdf(ax, values, label):
+    v = np.sort(np.asarray(values, dtype=float))
+    if v.size:
+        ax.plot(v * 1e3, np.arange(1, v.size + 1) / v.size, label=label)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("results")
+    ap.add_argument("--out")
+    args = ap.parse_args(argv)
+    r = results.load(args.results)
+    pools = pool_table(r)
+    out = args.out or os.path.join(os.path.dirname(r.path), "pools.png")
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    kv = kv_over_time(r)
+    if kv:
+        for pool, (t, usage) in kv.items():
+            axes[0].plot(t, usage, label=f"{pool} ({pools[pool]['role']})")
+        axes[0].set_xlabel("time (s)")
+        axes[0].set_ylabel("KV usage (mean over the pool)")
+        axes[0].legend()
+    else:
+        axes[0].bar(list(pools), [p["kv_usage_busy_mean"] for p in pools.values()])
+        axes[0].set_ylabel("mean KV usage while busy")
+    axes[0].set_title("KV cache")
+    axes[1].bar(list(pools), [p["utilization"] for p in pools.values()])
+    axes[1].set_ylim(0, 1.05)
+    axes[1].set_ylabel("busy / wall time")
+    axes[1].set_title("utilization per pool")
+    req = r.requests
+    if "transfer_s" in req:
+        cdf(axes[2], req["transfer_s"], "KV transfer")
+        cdf(axes[2], req["handoff_wait_s"], "wait for decode room")
+        axes[2].set_xlabel("ms")
+        axes[2].set_ylabel("share of requests")
+        axes[2].legend()
+    else:
+        axes[2].text(0.5, 0.5, "no hand-offs", ha="center", va="center", transform=axes[2].transAxes)
+    axes[2].set_title("hand-offs")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    print("| pool | role | size | GPUs each | utilization | KV usage while busy |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, p in pools.items():
+        print(f"| {name} | {p['role']} | {int(p['size'])} | {int(p['gpus_per_instance'])} | "
+              f"{p['utilization']:.3f} | {p['kv_usage_busy_mean']:.3f} |")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
