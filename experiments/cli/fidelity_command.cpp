@@ -58,6 +58,8 @@ int fidelity_command(const std::vector<std::string>& args) {
   sim_config.executor.kind.name = "sim";
   sim_config.executor.timing = "measured";
   set_options(sim_config.cost_model, {{"cost_model.kind", "profiled"}, {"cost_model.profile", profile_path}});
+  for (PoolConfig& p : sim_config.pools())  // a prefill and a decode engine: both are the profiled executor
+    set_options(p.cost_model, {{"cost_model.kind", "profiled"}, {"cost_model.profile", profile_path}});
   sim_config.driver.mode.name = "simulated";
   if (config.driver_mode() == "offline") sim_config.workload.rate = 0.0;  // offline: everything at t = 0
   const RunSetup sim_setup = prepare_run(sim_config);

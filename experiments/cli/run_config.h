@@ -71,6 +71,9 @@ struct RunConfig {
   const SimulatedDriverParams& simulation() const;
   // The [pool.NAME] sections (empty: one unified pool of fleet.num_instances).
   const std::vector<PoolConfig>& pools() const { return simulation().pools; }
+  std::vector<PoolConfig>& pools() {
+    return dynamic_cast<SimulatedDriverParams&>(driver.mode.params("simulated")).pools;
+  }
   // Names the pools to bind (before bind()).
   void set_pool_names(const std::vector<std::string>& names);
   bool needs_cost_model() const { return executor.kind.name == "sim" || executor.timing == "cost_model"; }
