@@ -116,7 +116,9 @@ void check_pool_keys(const RunConfig& config, const OptionTable& table) {
   for (const PoolConfig& p : pools) any_decode |= p.parsed_role() == PoolRole::Decode;
   for (const auto& [key, value] : table.resolved()) {
     if (!table.was_set(key)) continue;
-    if (!pools.empty() && key == "fleet.num_instances" && config.simulation().fleet.num_instances != config.simulation().num_instances())
+    // With pools, fleet.num_instances stays at its default (as a resolved config.ini writes it) or states their sum.
+    if (!pools.empty() && key == "fleet.num_instances" && value != table.default_value(key) &&
+        config.simulation().fleet.num_instances != config.simulation().num_instances())
       throw ConfigError(key + ": the pools give the instances (pool.NAME.size, " +
                         std::to_string(config.simulation().num_instances()) + " in all); remove fleet.num_instances");
     // (A value that changes nothing, as a resolved config.ini states it, is fine.)
@@ -155,9 +157,6 @@ void load_run_config(const std::string& config_path, const std::vector<std::stri
   config.config_path = config_path;
   config.validate();
   check_pool_keys(config, table);
-  // The resolved config states the instances the pools add up to.
-  if (!config.pools().empty() && !table.was_set("fleet.num_instances"))
-    table.set("fleet.num_instances", std::to_string(config.simulation().num_instances()), "pools");
 }
 
 }  // namespace testbed

@@ -490,6 +490,134 @@ class PlotScriptsTest(unittest.TestCase):
         self.assertIn("| 64 | ", p.stdout)
         self.assertIn("| shared prompts, 64 req/s (saturated) | weighted |", p.stdout)
 
+    def write_table(self, folder, group, columns, mode="a"):
+        """Adds group (/search or /points) to folder/sweep.h5 as testbed sweep writes it: numbers as
+        float64, text as fixed-length bytes."""
+        os.makedirs(folder, exist_ok=True)
+        with h5py.File(os.path.join(folder, "sweep.h5"), mode) as f:
+            g = f.require_group(group)
+            for name, values in columns.items():
+                if all(isinstance(v, (int, float)) for v in values):
+                    g.create_dataset(name, data=np.asarray(values, dtype=np.float64))
+                else:
+                    g.create_dataset(name, data=np.array([str(v).encode() for v in values], dtype="S"))
+
+    def test_distserve_plot(self):
+        res, out = os.path.join(self.tmp.name, "distserve"), os.path.join(self.tmp.name, "png")
+        scales = [0.5, 1.0]
+        slo = {"slo.ttft_s": [0.4 * s for s in scales], "slo.tpot_s": [0.025 * s for s in scales]}
+
+        def search(folder, rows):  # rows: [{column: value}] -> /search with ids and status found
+            cols = {"id": ["%012d" % i for i in range(len(rows))]}
+            for k in rows[0]:
+                cols[k] = [r[k] for r in rows]
+            cols.setdefault("status", ["found"] * len(rows))
+            self.write_table(os.path.join(res, "conv", folder), "search", cols, mode="w")
+
+        colocated = {"false": [10.0, 20.0], "true": [12.0, 18.0]}  # goodput at scales 0.5, 1 (2 GPUs)
+        search("goodput_colocated", [{"scheduler.chunked_prefill": c, "slo.ttft_s": slo["slo.ttft_s"][k],
+                                      "slo.tpot_s": slo["slo.tpot_s"][k], "workload.rate": v[k]}
+                                     for c, v in colocated.items() for k in range(2)])
+        search("goodput_disagg", [{"pool.prefill.size": 1.0, "pool.decode.size": 1.0, "slo.ttft_s": t,
+                                   "workload.rate": r} for t, r in zip(slo["slo.ttft_s"], [15.0, 16.0])])
+        search("placement_colocated", [{"fleet.num_instances": 4.0, "scheduler.chunked_prefill": c,
+                                        "slo.ttft_s": slo["slo.ttft_s"][k], "workload.rate": r}
+                                       for c, v in {"false": [30.0, 40.0], "true": [32.0, 44.0]}.items()
+                                       for k, r in enumerate(v)])
+        # xPyD at 4 GPUs; at scale 0.5 the TP2 prefill design (3 instances, 4 GPUs) is the best per GPU.
+        splits = [(1, 3, 1, [10.0, 20.0]), (2, 2, 1, [30.0, 48.0]), (3, 1, 1, [20.0, 30.0]), (1, 2, 2, [40.0, 36.0])]
+        search("placement_disagg", [{"pool.prefill.size": float(p), "pool.decode.size": float(d),
+                                     "pool.prefill.cost_model.tensor_parallel": float(tp),
+                                     "slo.ttft_s": slo["slo.ttft_s"][k], "workload.rate": r[k]}
+                                    for p, d, tp, r in splits for k in range(2)])
+        for name, keys, designs in [("attainment_colocated", ["scheduler.chunked_prefill", "workload.rate"],
+                                     [{"scheduler.chunked_prefill": c} for c in ["false", "true"]]),
+                                    ("attainment_disagg", ["workload.rate"], [{}])]:
+            points = [dict(d, **{"workload.rate": r}) for d in designs for r in [8.0, 16.0]]
+
+            def metrics(i, p, name=name):  # known tails for the disaggregated run at 16 req/s
+                if name == "attainment_disagg" and p["workload.rate"] == 16.0:
+                    return {"throughput_tok_s": 4078.0, "itl_p99_s": 0.0111, "tpot_p99_s": 0.0109,
+                            "ttft_p90_s": 0.093}
+                return {}
+            folder = os.path.join(res, "conv", name)
+            write_sweep(folder, keys, points, metrics=metrics)
+            self.write_table(folder, "points", {"slo_attainment": [0.95] * len(points)})
+        p = run_script("papers/distserve/plot.py", "--results", res, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFiles(out, ["goodput.png", "attainment.png"])
+        self.assertIn("| 0.5 (0.20 s / 12.5 ms) | 10.0 | 12.0 | 15.0 | 1.25× (1P1D) |", p.stdout)
+        self.assertIn("| 1 (0.40 s / 25.0 ms) | 20.0 | 18.0 | 16.0 | 0.80× (1P1D) |", p.stdout)
+        # per GPU: 40 / 4 GPUs (TP2 prefill counts 2) against 32 / 4; then 48 / 4 against 44 / 4
+        self.assertIn("| 30.0 | 32.0 | 10.0 | 30.0 | 20.0 | 40.0 | 1.25× (1P(TP2)2D) |", p.stdout)
+        self.assertIn("| 40.0 | 44.0 | 20.0 | 48.0 | 30.0 | 36.0 | 1.09× (2P2D) |", p.stdout)
+        self.assertIn("95% / 4,078 / 11.1 ms / 10.9 ms / 0.093 s", p.stdout)
+        self.assertNotIn("code", p.stdout.replace("Azure code", ""))  # the trace not run is left out
+        p = run_script("papers/distserve/plot.py", "--results", os.path.join(self.tmp.name, "none"), "--out", out)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("run papers/distserve/run.sh first", p.stderr)
+
+    def test_splitwise_plot(self):
+        res, out = os.path.join(self.tmp.name, "splitwise"), os.path.join(self.tmp.name, "png")
+        hw = {"H100": "experiments/hardware/h100-sxm.ini", "A100": "experiments/hardware/a100-80gb.ini",
+              "H200": "experiments/hardware/h200.ini"}
+        duration = 100.0
+
+        def metrics(rate, usd_h, kw, usd_mtok):  # a point's summary at `rate` for a cluster of usd_h, kw
+            return {"workload.rate": rate, "duration_s": duration, "cost_usd": usd_h * duration / 3600,
+                    "energy_kwh": kw * duration / 3600, "usd_per_million_output_tokens": usd_mtok,
+                    "prompt_tokens": 3e6, "output_tokens": 1e6}
+
+        def sweep(folder, grid, designs):
+            """designs: [(grid values, found rate, usd_h, kw, $/M tokens)]; each gets /search (found at
+            the rate) and two /points: the found rate, and the first failing one with other costs."""
+            search = {"id": [], **{k: [] for k in grid}, "status": [], "workload.rate": []}
+            points = {"id": [], "status": [], **{k: [] for k in grid},
+                      **{k: [] for k in metrics(0, 0, 0, 0)}}
+            for n, (values, rate, usd_h, kw, usd_mtok) in enumerate(designs):
+                search["id"].append("%012d" % n)
+                search["status"].append("found")
+                search["workload.rate"].append(rate)
+                for k, v in zip(grid, values):
+                    search[k].append(v)
+                for m, r in enumerate([(rate, usd_h, kw, usd_mtok), (rate + 0.5, 1.0, 1.0, 99.0)]):
+                    points["id"].append("%012d" % (100 * n + m))
+                    points["status"].append("ok")
+                    for k, v in zip(grid, values):
+                        points[k].append(v)
+                    for k, v in metrics(*r).items():
+                        points[k].append(v)
+            self.write_table(os.path.join(res, "conv", folder), "points", points, mode="w")
+            self.write_table(os.path.join(res, "conv", folder), "search", search)
+
+        sweep("goodput_unified", ["scheduler.chunked_prefill", "slo.ttft_s", "slo.tpot_s"],
+              [(("false", 0.25, 0.02), 70.0, 314.62, 44.8, 5.57), (("true", 0.25, 0.02), 75.0, 314.62, 44.8, 5.25)])
+        grid = ["pool.prompt.size", "pool.token.size", "pool.token.cost_model.hardware", "slo.ttft_s", "slo.tpot_s"]
+        sweep("goodput_split", grid,
+              [((6.0, 2.0, hw["H100"], 0.25, 0.02), 95.0, 314.62, 44.8, 4.51),
+               ((6.0, 5.0, hw["A100"], 0.25, 0.02), 98.0, 309.73, 49.6, 4.62),  # within cost, over power
+               ((5.0, 5.0, hw["A100"], 0.25, 0.02), 89.0, 270.40, 44.0, 4.30),  # within both
+               ((6.0, 2.0, hw["H200"], 0.25, 0.02), 110.0, 322.50, 44.8, 3.94)])  # within power, over cost
+        p = run_script("papers/splitwise/plot.py", "--results", res, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFiles(out, ["cost.png", "power.png"])
+        self.assertIn("chunks of 512: 75.0 req/s, $5.25 per M tokens", p.stdout)
+        self.assertIn("| 8×H100 unified | baseline | whole prompts | 314.6 | 44.8 | 70.0 | 0.93× | 5.57 | 2.185 |",
+                      p.stdout)  # $/M tokens in + out: 314.62 $/h x 100 s / 3600 / 4e6 tokens x 1e6
+        self.assertIn("| H100 + H100 (Splitwise-HH) | cost and power | 6×H100 + 2×H100 | 314.6 | 44.8 | 95.0 | 1.27× |",
+                      p.stdout)
+        self.assertIn("| H100 + A100 (Splitwise-HA) | equal cost | 6×H100 + 5×A100 | 309.7 | 49.6 | 98.0 | 1.31× | 4.62 |",
+                      p.stdout)
+        self.assertIn("| H100 + A100 (Splitwise-HA) | equal power | 5×H100 + 5×A100 | 270.4 | 44.0 | 89.0 | 1.19× |",
+                      p.stdout)
+        self.assertIn("| H100 + H200 | equal cost | none within the budget |", p.stdout)
+        self.assertIn("| H100 + H200 | equal power | 6×H100 + 2×H200 | 322.5 | 44.8 | 110.0 | 1.47× | 3.94 |",
+                      p.stdout)
+        self.assertIn("| 5×H100 + 5×A100 | 270.4 | 44.0 | 89.0 ($4.30) | — |", p.stdout)
+        p = run_script("papers/splitwise/plot.py", "--results", os.path.join(self.tmp.name, "none"), "--out", out)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("run papers/splitwise/run.sh first", p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

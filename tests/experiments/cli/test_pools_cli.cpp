@@ -169,3 +169,26 @@ TEST_CASE("two CPU engines, prefill and decode, generate one engine's tokens wit
     }
   }
 }
+
+TEST_CASE("a sweep over pool keys runs each point with its pools", "[cli][pools][sweep]") {
+  const fs::path dir = scratch("sweep");
+  write_config(dir, "pd.ini", kDisaggregated);
+  std::ofstream(dir / "sizes.ini") << "[sweep]\nbase = pd.ini\npool.d.size = 1, 3\npool.p.scheduler.chunk_size = 32, 64\n";
+  const Outcome o = run_cli("sweep " + (dir / "sizes.ini").string() + " --jobs 1 --output " + (dir / "out").string());
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  const auto points = read_group(dir / "out" / "sweep.h5", "points");
+  REQUIRE(points.at("pool.d.size").size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    CHECK(points.at("num_finished")[i] == 60);
+    CHECK(points.at("transfer_mean_s")[i] > 0);
+  }
+  // Each point's resolved config names its own pool size; its results agree.
+  for (const auto& entry : fs::directory_iterator(dir / "out" / "points")) {
+    std::ifstream in(entry.path() / "point.ini");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const bool three = text.find("[pool.d]\nrole = decode\nsize = 3\n") != std::string::npos;
+    CHECK((three || text.find("[pool.d]\nrole = decode\nsize = 1\n") != std::string::npos));
+    CHECK(read_group(entry.path() / "results.h5", "pools").at("size") == std::vector<double>{2, three ? 3.0 : 1.0});
+  }
+}
