@@ -75,6 +75,20 @@ double run_realtime(Engine& engine, RequestSource& source, const ProgressFn& pro
   return seconds_since(t0);
 }
 
+namespace {
+
+// A step on the wall clock when the scheduler finds work (an engine whose
+// blocks wait on a transfer may find none): false, and nothing recorded, otherwise.
+bool step_if_any(Engine& engine, double now, const std::function<double()>& clock, StepOutcome& out) {
+  const StepPlan plan = engine.begin_step(now);
+  if (plan.empty()) return false;
+  const StepResult result = engine.executor().execute(plan.batch);
+  out = engine.end_step(plan, result, clock());
+  return true;
+}
+
+}  // namespace
+
 double run_disaggregated(Engine& prefill, Engine& decode, RequestSource& source, bool offline,
                          const ProgressFn& progress, int64_t* num_finished) {
   if (!prefill.scheduler().hands_off_after_prefill())
@@ -103,9 +117,9 @@ double run_disaggregated(Engine& prefill, Engine& decode, RequestSource& source,
       ++added;
     }
     bool progressed = false;
-    if (prefill.has_unfinished()) {
-      StepOutcome out = prefill.step(now, clock);
-      progressed |= !out.seqs.empty();
+    StepOutcome out;
+    if (prefill.has_unfinished() && step_if_any(prefill, now, clock, out)) {
+      progressed = true;
       finished += out.num_finished;  // one-token outputs finish where they are prefilled
       for (HandOff& h : out.handed_off) {
         h.seq->handoff.prefill_instance = prefill.instance();
@@ -127,9 +141,8 @@ double run_disaggregated(Engine& prefill, Engine& decode, RequestSource& source,
       waiting.pop_front();
       progressed = true;
     }
-    if (decode.has_unfinished()) {
-      const StepOutcome out = decode.step(clock(), clock);
-      progressed |= !out.seqs.empty();
+    if (decode.has_unfinished() && step_if_any(decode, clock(), clock, out)) {
+      progressed = true;
       finished += out.num_finished;
     }
     if (!prefill.has_unfinished() && !decode.has_unfinished() && waiting.empty()) idle_since = clock();

@@ -159,6 +159,14 @@ TEST_CASE("two CPU engines, prefill and decode, generate one engine's tokens wit
         out[req[k]] = std::vector<double>(ids.begin() + static_cast<long>(offsets[k]), ids.begin() + static_cast<long>(offsets[k + 1]));
     }
     CHECK(by_request_one == by_request_two);
+    // Both engines' steps are recorded, and only steps that ran something.
+    const auto steps = read_group(fs::path(b) / "results.h5", "steps");
+    bool both = false;
+    for (size_t i = 0; i < steps.at("num_seqs").size(); ++i) {
+      CHECK(steps.at("num_seqs")[i] >= 1);
+      both |= steps.at("instance")[i] == 1;
+    }
+    CHECK(both);
     const auto requests = read_group(fs::path(b) / "results.h5", "requests");
     for (size_t i = 0; i < requests.at("id").size(); ++i) {
       CHECK(requests.at("prefill_instance")[i] == 0);
