@@ -305,9 +305,9 @@ bool Fleet::try_import(Pool& pool, int local, PendingHandOff& p, double now) {
 }
 
 void Fleet::transfer_done(int from, int to, int64_t seq_id, double now) {
+  log(RequestEvent::Kind::TransferDone, now, seq_id, to);  // the KV has landed; both copies still held
   instances_[to]->engine->end_import(seq_id, now);
   instances_[from]->engine->release_export(seq_id);
-  log(RequestEvent::Kind::TransferDone, now, seq_id, to);
   kick(to, now);
   kick(from, now);  // its freed blocks may admit a waiting prompt
 }

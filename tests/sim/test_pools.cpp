@@ -34,7 +34,21 @@ class TraceSink : public RunRecorder {
     RunRecorder::on_token(instance, seq, t, gap_s);
     tokens[seq.id()].emplace_back(instance, t);
   }
+  // From a transfer's start to its end the sender still holds the blocks and the receiver has reserved its own.
+  void on_request_event(const RequestEvent& e) override {
+    RunRecorder::on_request_event(e);
+    if (e.kind == RequestEvent::Kind::PrefillDone) prefill_of[e.request] = e.instance;
+    const bool transfer = e.kind == RequestEvent::Kind::TransferStart || e.kind == RequestEvent::Kind::TransferDone;
+    if (!transfer || engines == nullptr) return;
+    ++transfers_checked;
+    held_both_sides &= (*engines)[prefill_of.at(e.request)]->kv_cache().num_exports() > 0;
+    held_both_sides &= (*engines)[e.instance]->num_importing() > 0;
+  }
   std::map<int64_t, std::vector<std::pair<int, double>>> tokens;
+  std::map<int64_t, int> prefill_of;
+  const std::vector<std::unique_ptr<Engine>>* engines = nullptr;
+  int transfers_checked = 0;
+  bool held_both_sides = true;
 };
 
 struct PdRun {
@@ -66,6 +80,7 @@ PdRun run_pd(int p, int d, const WorkloadConfig& w, int decode_blocks = 400, KvL
   cfg.max_model_len = 1024;
   cfg.scheduler.max_batch_tokens = 256;
   PdRun out;
+  out.rec->engines = &out.engines;
   std::vector<FleetPool> pools(2);
   pools[0].name = "prefill";
   pools[0].role = PoolRole::Prefill;
@@ -118,7 +133,7 @@ std::string format_events(const RunRecorder& rec) {
 
 }  // namespace
 
-TEST_CASE("a disaggregated fleet conserves requests and leaks no block on either side", "[pools]") {
+TEST_CASE("a disaggregated fleet conserves requests, holds KV on both sides during a transfer, and leaks no block", "[pools]") {
   const PdRun r = run_pd(2, 3, shared_prompts(200, 60.0));
   CHECK(r.rec->num_arrived() == 200);
   CHECK(r.rec->num_finished() == 200);
@@ -129,6 +144,8 @@ TEST_CASE("a disaggregated fleet conserves requests and leaks no block on either
     CHECK(q.instance >= 2);  // finished on a decode instance
     CHECK(q.output_tokens == 12);
   }
+  CHECK(r.rec->transfers_checked == 2 * 200);
+  CHECK(r.rec->held_both_sides);
   for (const auto& e : r.engines) {
     INFO("instance " << e->instance());
     CHECK(e->kv_cache().num_used_blocks() == 0);
