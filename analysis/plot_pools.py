@@ -5,7 +5,7 @@
 
 RESULTS is a run directory or its results.h5. Three panels:
   - KV usage over time, the mean over each pool's instances (needs
-    fleet.sample_interval_s > 0; otherwise each pool's mean KV usage while busy);
+    fleet.sample_interval_s > 0; otherwise each pool's mean KV usage over the run);
   - utilization per pool (busy time / wall time of its instances);
   - the CDFs of each request's KV transfer time and back-pressure wait
     (first token -> transfer start), when requests were handed off.
@@ -79,8 +79,8 @@ def main(argv=None):
         axes[0].set_ylabel("KV usage (mean over the pool)")
         axes[0].legend()
     else:
-        axes[0].bar(list(pools), [p["kv_usage_busy_mean"] for p in pools.values()])
-        axes[0].set_ylabel("mean KV usage while busy")
+        axes[0].bar(list(pools), [p["kv_usage_mean"] for p in pools.values()])
+        axes[0].set_ylabel("mean KV usage over the run")
     axes[0].set_title("KV cache")
     axes[1].bar(list(pools), [p["utilization"] for p in pools.values()])
     axes[1].set_ylim(0, 1.05)
@@ -100,11 +100,11 @@ def main(argv=None):
         ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
-    print("| pool | role | size | GPUs each | utilization | KV usage while busy |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| pool | role | size | GPUs each | utilization | KV usage | batch size |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, p in pools.items():
         print(f"| {name} | {p['role']} | {int(p['size'])} | {int(p['gpus_per_instance'])} | "
-              f"{p['utilization']:.3f} | {p['kv_usage_busy_mean']:.3f} |")
+              f"{p['utilization']:.3f} | {p['kv_usage_mean']:.3f} | {p['batch_size_mean']:.1f} |")
     print(f"wrote {out}")
 
 

@@ -30,6 +30,29 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? NAN : s / v.size();
 }
 
+// A pool's load over the run: the share of time its instances step, the mean
+// share of their KV blocks in use (time-weighted over the whole run; an idle
+// instance holds no used block), and the sequences in a step (over busy time).
+struct PoolLoad {
+  double busy_s = 0, utilization = 0, kv_usage = NAN, batch_size = NAN;
+};
+
+PoolLoad pool_load(const RunRecorder& rec, const PoolFacts& p, double duration) {
+  PoolLoad l;
+  double kv = 0, seqs = 0;
+  const auto at = [](const std::vector<double>& v, int i) { return static_cast<size_t>(i) < v.size() ? v[i] : 0.0; };
+  for (int k = 0; k < p.size; ++k) {
+    const int i = p.first_instance + k;
+    l.busy_s += at(rec.busy_by_instance(), i);
+    kv += at(rec.kv_block_seconds_by_instance(), i);
+    seqs += at(rec.seq_seconds_by_instance(), i);
+  }
+  if (duration > 0) l.utilization = l.busy_s / (p.size * duration);
+  if (duration > 0 && p.kv_blocks_per_instance > 0) l.kv_usage = kv / (static_cast<double>(p.kv_blocks_per_instance) * p.size * duration);
+  if (l.busy_s > 0) l.batch_size = seqs / l.busy_s;
+  return l;
+}
+
 }  // namespace
 
 void add_fleet_metrics(const RunRecorder& rec, const FleetCostFacts& f, Summary& s) {
@@ -93,9 +116,10 @@ void add_fleet_metrics(const RunRecorder& rec, const FleetCostFacts& f, Summary&
   }
   if (pools.size() > 1)
     for (const PoolFacts& p : pools) {
-      double b = 0;
-      for (int k = 0; k < p.size; ++k) b += busy[p.first_instance + k];
-      s.set("pool_" + p.name + "_utilization", duration > 0 ? b / (p.size * duration) : 0.0);
+      const PoolLoad l = pool_load(rec, p, duration);
+      s.set("pool_" + p.name + "_utilization", l.utilization);
+      s.set("pool_" + p.name + "_kv_usage_mean", l.kv_usage);
+      s.set("pool_" + p.name + "_batch_size_mean", l.batch_size);
       s.set("pool_" + p.name + "_gpu_seconds", p.size * p.gpus_per_instance * duration);
     }
 
@@ -158,30 +182,23 @@ void write_fleet_tables(ResultsFile& file, const RunRecorder& rec, const FleetCo
     file.add_column("instances", "pool", pool);
     file.add_column("instances", "prefilled", prefilled);
 
-    // Per pool: busy time, utilisation, and KV usage while busy (step-weighted).
-    std::vector<double> kv_block_s(n, 0.0);
-    for (const StepRecord& st : rec.steps()) kv_block_s[st.instance] += st.kv_blocks_used * st.duration_s;
+    // Per pool: busy time, utilisation, KV usage and batch size (pool_load).
     std::vector<std::string> name, role, hardware;
     std::vector<int32_t> size, gpus, blocks;
-    std::vector<double> pbusy, gpu_s, putil, kv_busy;
+    std::vector<double> pbusy, gpu_s, putil, kv_mean, batch;
     for (const PoolFacts& p : facts.pools) {
-      double b = 0, kb = 0;
-      for (int k = 0; k < p.size; ++k) {
-        b += busy[p.first_instance + k];
-        kb += kv_block_s[p.first_instance + k];
-      }
+      const PoolLoad l = pool_load(rec, p, duration_s);
       name.push_back(p.name);
       role.push_back(p.role);
       hardware.push_back(p.hardware);
       size.push_back(p.size);
       gpus.push_back(p.gpus_per_instance);
       blocks.push_back(p.kv_blocks_per_instance);
-      pbusy.push_back(b);
+      pbusy.push_back(l.busy_s);
       gpu_s.push_back(p.size * p.gpus_per_instance * duration_s);
-      putil.push_back(duration_s > 0 ? b / (p.size * duration_s) : 0.0);
-      // Empty without the step table (output.steps = false).
-      kv_busy.push_back(b > 0 && p.kv_blocks_per_instance > 0 && !rec.steps().empty() ? kb / (b * p.kv_blocks_per_instance)
-                                                                                       : NAN);
+      putil.push_back(l.utilization);
+      kv_mean.push_back(l.kv_usage);
+      batch.push_back(l.batch_size);
     }
     file.add_column("pools", "name", name);
     file.add_column("pools", "role", role);
@@ -192,7 +209,8 @@ void write_fleet_tables(ResultsFile& file, const RunRecorder& rec, const FleetCo
     file.add_column("pools", "busy_s", pbusy);
     file.add_column("pools", "gpu_seconds", gpu_s);
     file.add_column("pools", "utilization", putil);
-    file.add_column("pools", "kv_usage_busy_mean", kv_busy);
+    file.add_column("pools", "kv_usage_mean", kv_mean);
+    file.add_column("pools", "batch_size_mean", batch);
   }
   const auto& samples = rec.samples();
   if (samples.empty()) return;

@@ -35,8 +35,9 @@ struct FleetCostFacts {
 // instance), GPU-seconds, prefill FLOPs avoided by cache hits, and GPU-hours per
 // day those hits save at the stated request rate. With prices and powers for
 // every pool: cost_usd, usd_per_million_output_tokens, energy_kwh (at TDP),
-// output_tokens_per_kwh. With several pools: pool_<name>_utilization and
-// pool_<name>_gpu_seconds. With hand-offs: handoff_wait_{mean,p99}_s,
+// output_tokens_per_kwh. With several pools: pool_<name>_utilization (busy
+// share), pool_<name>_kv_usage_mean (blocks in use, time-weighted over the
+// run), pool_<name>_batch_size_mean (sequences per step) and pool_<name>_gpu_seconds. With hand-offs: handoff_wait_{mean,p99}_s,
 // transfer_{mean,p99}_s, transfer_gb (total) and transfer_reused_share (blocks
 // the decode side already held).
 void add_fleet_metrics(const RunRecorder& rec, const FleetCostFacts& facts, Summary& summary);
@@ -44,8 +45,8 @@ void add_fleet_metrics(const RunRecorder& rec, const FleetCostFacts& facts, Summ
 // Writes /instances (one row per instance: requests, prompt and cached tokens,
 // hit rate, busy seconds, utilisation, TTFT p50/p90, E2E p50; with several
 // pools also its pool and prefill hand-offs), /pools when there are several pools
-// (name, role, size, GPUs, busy and GPU seconds, utilisation, mean KV usage
-// while busy) and, when sampled, /instance_samples (t, instance, kv_usage,
+// (name, role, size, GPUs, busy and GPU seconds, utilisation, mean KV usage,
+// mean batch size) and, when sampled, /instance_samples (t, instance, kv_usage,
 // num_waiting, num_running).
 void write_fleet_tables(ResultsFile& file, const RunRecorder& rec, const FleetCostFacts& facts, double duration_s);
 

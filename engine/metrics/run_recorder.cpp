@@ -32,8 +32,14 @@ void RunRecorder::on_step(const StepRecord& step) {
   kv_slot_s_ += static_cast<double>(step.kv_blocks_used) * step.kv_block_size * step.duration_s;
   kv_token_s_ += static_cast<double>(step.kv_tokens) * step.duration_s;
   seq_s_ += step.num_seqs * step.duration_s;
-  if (static_cast<size_t>(step.instance) >= busy_by_instance_.size()) busy_by_instance_.resize(step.instance + 1, 0.0);
+  if (static_cast<size_t>(step.instance) >= busy_by_instance_.size()) {
+    busy_by_instance_.resize(step.instance + 1, 0.0);
+    kv_block_s_by_instance_.resize(step.instance + 1, 0.0);
+    seq_s_by_instance_.resize(step.instance + 1, 0.0);
+  }
   busy_by_instance_[step.instance] += step.duration_s;
+  kv_block_s_by_instance_[step.instance] += step.kv_blocks_used * step.duration_s;
+  seq_s_by_instance_[step.instance] += step.num_seqs * step.duration_s;
   if (keep_steps_) steps_.push_back(step);
 }
 

@@ -53,6 +53,9 @@ class RunRecorder : public MetricsSink {
   double seq_seconds() const { return seq_s_; }
   // Sum of step durations per instance (index = instance id).
   const std::vector<double>& busy_by_instance() const { return busy_by_instance_; }
+  // Per instance: integrals over its steps of duration x KV blocks used, and x sequences in the step.
+  const std::vector<double>& kv_block_seconds_by_instance() const { return kv_block_s_by_instance_; }
+  const std::vector<double>& seq_seconds_by_instance() const { return seq_s_by_instance_; }
   const std::vector<InstanceSample>& samples() const { return samples_; }
   // The requests' named events (keep_events only), in event-loop order.
   const std::vector<RequestEvent>& events() const { return events_; }
@@ -70,7 +73,7 @@ class RunRecorder : public MetricsSink {
   std::vector<RequestRecord> requests_;
   std::vector<StepRecord> steps_;
   std::vector<InstanceSample> samples_;
-  std::vector<double> busy_by_instance_;
+  std::vector<double> busy_by_instance_, kv_block_s_by_instance_, seq_s_by_instance_;
   std::vector<std::vector<int32_t>> tokens_;
   std::vector<int64_t> token_owner_;
   LogHistogram itl_;

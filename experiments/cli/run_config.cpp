@@ -110,10 +110,10 @@ namespace {
 bool starts_with(const std::string& s, const std::string& head) { return s.compare(0, head.size(), head) == 0; }
 
 // Keys that a config can set but that the pools make meaningless: an error, never ignored.
+// (Top-level link.* keys are the decode pools' defaults, like a router's keys
+// when another router is chosen: accepted and validated, used where a decode pool is.)
 void check_pool_keys(const RunConfig& config, const OptionTable& table) {
   const std::vector<PoolConfig>& pools = config.pools();
-  bool any_decode = false;
-  for (const PoolConfig& p : pools) any_decode |= p.parsed_role() == PoolRole::Decode;
   for (const auto& [key, value] : table.resolved()) {
     if (!table.was_set(key)) continue;
     // With pools, fleet.num_instances stays at its default (as a resolved config.ini writes it) or states their sum.
@@ -122,8 +122,6 @@ void check_pool_keys(const RunConfig& config, const OptionTable& table) {
       throw ConfigError(key + ": the pools give the instances (pool.NAME.size, " +
                         std::to_string(config.simulation().num_instances()) + " in all); remove fleet.num_instances");
     // (A value that changes nothing, as a resolved config.ini states it, is fine.)
-    if (starts_with(key, "link.") && !any_decode && value != table.default_value(key))
-      throw ConfigError(key + ": no decode pool receives KV over a link (pools with role = prefill and decode)");
     for (const PoolConfig& p : pools) {
       const std::string own = p.prefix() + "link.";
       if (starts_with(key, own) && p.parsed_role() != PoolRole::Decode && value != table.value(key.substr(p.prefix().size())))

@@ -29,7 +29,8 @@ def write_run(path, samples=True, handoffs=True):
         p.create_dataset("size", data=np.array([1, 2], dtype=np.int32))
         p.create_dataset("gpus_per_instance", data=np.array([1, 2], dtype=np.int32))
         p.create_dataset("utilization", data=np.array([0.25, 0.75]))
-        p.create_dataset("kv_usage_busy_mean", data=np.array([0.1, 0.4]))
+        p.create_dataset("kv_usage_mean", data=np.array([0.1, 0.4]))
+        p.create_dataset("batch_size_mean", data=np.array([1.5, 40.0]))
         i = f.create_group("instances")
         i.create_dataset("instance", data=np.array([0, 1, 2], dtype=np.int32))
         i.create_dataset("pool", data=np.array([b"pre", b"dec", b"dec"], dtype="S"))
@@ -68,8 +69,8 @@ class PlotPoolsTest(unittest.TestCase):
     def test_writes_the_figure_and_a_row_per_pool(self):
         text = self.run_plot()
         self.assertTrue(os.path.getsize(os.path.join(self.dir, "pools.png")) > 10000)
-        self.assertIn("| pre | prefill | 1 | 1 | 0.250 | 0.100 |", text)
-        self.assertIn("| dec | decode | 2 | 2 | 0.750 | 0.400 |", text)
+        self.assertIn("| pre | prefill | 1 | 1 | 0.250 | 0.100 | 1.5 |", text)
+        self.assertIn("| dec | decode | 2 | 2 | 0.750 | 0.400 | 40.0 |", text)
 
     def test_without_samples_or_handoffs_it_still_plots(self):
         self.run_plot(samples=False, handoffs=False)

@@ -79,6 +79,10 @@ TEST_CASE("a disaggregated run writes hand-offs, pools and events, and its confi
     CHECK(summary.count(std::string("@") + key) == 1);
   // 16 blocks per decode instance hold two or three sequences: hand-offs wait for room.
   CHECK(summary.at("@handoff_wait_p99_s")[0] > 0);
+  // Load per pool without the step table: KV in use and sequences per step.
+  CHECK(summary.at("@pool_d_kv_usage_mean")[0] > 0);
+  CHECK(summary.at("@pool_d_kv_usage_mean")[0] <= 1);
+  CHECK(summary.at("@pool_d_batch_size_mean")[0] >= 1);
   const auto pools = read_group(dir / "a" / "results.h5", "pools");
   CHECK(pools.at("size") == std::vector<double>{2, 2});
   CHECK(pools.at("kv_blocks_per_instance") == std::vector<double>{64, 16});
@@ -113,7 +117,7 @@ TEST_CASE("bad pool configs exit 2 naming the key and write nothing", "[cli][poo
       {"[pool.p]\nrole = prefill\nsize = 1\n[pool.d]\nrole = decode\nsize = 1\ncache.block_size = 16\n", "",
        "pool.d.cache.block_size"},
       {"[pool.x]\nrole = unified\nsize = 2\n[fleet]\nnum_instances = 3\n", "", "fleet.num_instances"},
-      {"", "--link.latency_s=1", "link.latency_s: no decode pool"},
+      {"", "--link.latency_s=-1", "link.latency_s"},
       {"[pool.p]\nrole = prefill\nsize = 1\nlink.layerwise = true\n[pool.d]\nrole = decode\nsize = 1\n", "",
        "pool.p.link.layerwise"},
       {"[pool.x]\nrole = unified\nsize = 1\n", "--pool.y!.size=2", "pool.y!.size"},
