@@ -604,10 +604,10 @@ class PlotScriptsTest(unittest.TestCase):
         self.assertIn("chunks of 512: 75.0 req/s, $5.25 per M tokens", p.stdout)
         self.assertIn("| 8×H100 unified | baseline | whole prompts | 314.6 | 44.8 | 70.0 | 0.93× | 5.57 | 2.185 |",
                       p.stdout)  # $/M tokens in + out: 314.62 $/h x 100 s / 3600 / 4e6 tokens x 1e6
-        self.assertIn("| H100 + H100 (Splitwise-HH) | cost and power | 6×H100 + 2×H100 | 314.6 | 44.8 | 95.0 | 1.27× |",
-                      p.stdout)
-        self.assertIn("| H100 + A100 (Splitwise-HA) | equal cost | 6×H100 + 5×A100 | 309.7 | 49.6 | 98.0 | 1.31× | 4.62 |",
-                      p.stdout)
+        self.assertIn("| H100 + H100 (Splitwise-HH) | cost and power | 6×H100 + 2×H100 | 314.6 | 44.8 | 95.0 "
+                      "| 1.27× |", p.stdout)
+        self.assertIn("| H100 + A100 (Splitwise-HA) | equal cost | 6×H100 + 5×A100 | 309.7 | 49.6 | 98.0 | 1.31× "
+                      "| 4.62 |", p.stdout)
         self.assertIn("| H100 + A100 (Splitwise-HA) | equal power | 5×H100 + 5×A100 | 270.4 | 44.0 | 89.0 | 1.19× |",
                       p.stdout)
         self.assertIn("| H100 + H200 | equal cost | none within the budget |", p.stdout)

@@ -79,7 +79,7 @@ TEST_CASE("a disaggregated run writes hand-offs, pools and events, and its confi
     CHECK(summary.count(std::string("@") + key) == 1);
   // 16 blocks per decode instance hold two or three sequences: hand-offs wait for room.
   CHECK(summary.at("@handoff_wait_p99_s")[0] > 0);
-  // Load per pool without the step table: KV in use and sequences per step.
+  // Load per pool, from running sums over the steps: KV in use and sequences per step.
   CHECK(summary.at("@pool_d_kv_usage_mean")[0] > 0);
   CHECK(summary.at("@pool_d_kv_usage_mean")[0] <= 1);
   CHECK(summary.at("@pool_d_batch_size_mean")[0] >= 1);
