@@ -2,13 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
-#include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "engine/common/config_error.h"
-#include "engine/kv_transfer.h"
 
 namespace testbed {
 namespace {
@@ -69,88 +66,6 @@ double run_realtime(Engine& engine, RequestSource& source, const ProgressFn& pro
       finished += out.num_finished;
       if (!engine.has_unfinished()) idle_since = out.end_s;
     }
-    if (progress) progress(finished, total >= 0 ? total : added);
-  }
-  if (num_finished) *num_finished = finished;
-  return seconds_since(t0);
-}
-
-namespace {
-
-// A step on the wall clock when the scheduler finds work (an engine whose
-// blocks wait on a transfer may find none): false, and nothing recorded, otherwise.
-bool step_if_any(Engine& engine, double now, const std::function<double()>& clock, StepOutcome& out) {
-  const StepPlan plan = engine.begin_step(now);
-  if (plan.empty()) return false;
-  const StepResult result = engine.executor().execute(plan.batch);
-  out = engine.end_step(plan, result, clock());
-  return true;
-}
-
-}  // namespace
-
-double run_disaggregated(Engine& prefill, Engine& decode, RequestSource& source, bool offline,
-                         const ProgressFn& progress, int64_t* num_finished) {
-  if (!prefill.scheduler().hands_off_after_prefill())
-    throw std::logic_error("run_disaggregated: the prefill engine does not hand sequences off");
-  const int64_t total = source.size_hint();
-  int64_t added = 0, finished = 0;
-  std::optional<Request> pending = source.next();
-  if (offline)
-    for (; pending; pending = source.next()) {
-      pending->arrival_s = 0.0;
-      prefill.add_request(std::move(*pending), 0.0);
-      ++added;
-    }
-  std::deque<HandOff> waiting;  // first token sampled, no room on the decode engine yet
-  const Clock::time_point t0 = Clock::now();
-  const auto clock = [t0] { return seconds_since(t0); };
-  double idle_since = 0.0;
-  while (pending || prefill.has_unfinished() || decode.has_unfinished() || !waiting.empty()) {
-    double now = clock();
-    if (pending && !prefill.has_unfinished() && !decode.has_unfinished() && waiting.empty()) {
-      if (pending->arrival_s > now) std::this_thread::sleep_for(std::chrono::duration<double>(pending->arrival_s - now));
-      now = std::max(pending->arrival_s, idle_since);  // as run_realtime: the step starts at the arrival
-    }
-    for (; pending && pending->arrival_s <= now; pending = source.next()) {
-      prefill.add_request(std::move(*pending), now);
-      ++added;
-    }
-    bool progressed = false;
-    StepOutcome out;
-    if (prefill.has_unfinished() && step_if_any(prefill, now, clock, out)) {
-      progressed = true;
-      finished += out.num_finished;  // one-token outputs finish where they are prefilled
-      for (HandOff& h : out.handed_off) {
-        h.seq->handoff.prefill_instance = prefill.instance();
-        h.seq->handoff.ready_s = out.end_s;
-        waiting.push_back(std::move(h));
-      }
-    }
-    // The KV really moves: read from the prefill executor, written into the decode one, timed.
-    while (!waiting.empty()) {
-      Sequence* seq = waiting.front().seq.get();
-      const double start = clock();
-      KvTransferStats st;
-      if (!transfer_kv(prefill, decode, waiting.front(), start, &st)) break;  // back-pressure
-      seq->handoff.transfer_start_s = start;
-      seq->handoff.transfer_end_s = clock();
-      seq->handoff.transfer_bytes = static_cast<int64_t>(st.num_bytes);
-      seq->handoff.transfer_blocks = st.num_blocks;
-      seq->handoff.reused_blocks = st.num_reused_blocks;
-      waiting.pop_front();
-      progressed = true;
-    }
-    if (decode.has_unfinished() && step_if_any(decode, clock(), clock, out)) {
-      progressed = true;
-      finished += out.num_finished;
-    }
-    if (!prefill.has_unfinished() && !decode.has_unfinished() && waiting.empty()) idle_since = clock();
-    if (!progressed && (prefill.has_unfinished() || decode.has_unfinished() || !waiting.empty()))
-      throw ConfigError(waiting.empty() ? "scheduler: no sequence could be scheduled although requests wait "
-                                          "(configuration deadlock)"
-                                        : "decode engine: a handed-off sequence never fits its KV cache (give the "
-                                          "decode pool more blocks)");
     if (progress) progress(finished, total >= 0 ? total : added);
   }
   if (num_finished) *num_finished = finished;

@@ -52,14 +52,14 @@ using DriverRegistry = Registry<Driver, const DriverSetup&>;
 // The wall-clock loops on one engine; both return the run's duration in seconds.
 double run_offline(Engine& engine, RequestSource& source, const ProgressFn& progress, int64_t* num_finished = nullptr);
 double run_realtime(Engine& engine, RequestSource& source, const ProgressFn& progress, int64_t* num_finished = nullptr);
-// Prefill/decode disaggregation on the wall clock, in one process and one
-// thread: `prefill` (hand_off_after_prefill) takes the arrivals (all at t = 0
-// when offline), each handed-off sequence's KV blocks are copied from its
-// executor into `decode`'s (kv_transfer.h; timed, Sequence::handoff), and
-// `decode` generates the rest. A hand-off waits while `decode` has no room.
-// The two engines take turns on one thread, so their steps never overlap: a
-// fidelity anchor for the simulated hand-off (same tokens as one engine), not
-// a model of two GPUs' concurrency.
+// Prefill/decode disaggregation on the wall clock, in one process:
+// `prefill` (hand_off_after_prefill) takes the arrivals (all at t = 0 when
+// offline) and `decode` generates the rest, each on its own thread, so their
+// steps overlap as two devices' would (engine/disaggregated_driver.cpp). Each
+// handed-off sequence's missing KV blocks are copied from one executor into
+// the other and timed (Sequence::handoff); a hand-off waits while `decode` has
+// no room. The generated tokens are one engine's: the fidelity anchor of the
+// simulated hand-off.
 double run_disaggregated(Engine& prefill, Engine& decode, RequestSource& source, bool offline,
                          const ProgressFn& progress, int64_t* num_finished = nullptr);
 

@@ -136,14 +136,16 @@ TEST_CASE("bad pool configs exit 2 naming the key and write nothing", "[cli][poo
 
 TEST_CASE("two CPU engines, prefill and decode, generate one engine's tokens with the KV really copied", "[cli][pools]") {
   const fs::path dir = scratch("cpu_pd");
-  for (const char* mode : {"offline", "realtime"}) {
+  // Offline, real time, and real time with a decode cache of 12 blocks (one or two sequences): hand-offs wait.
+  for (const std::string mode : {"offline", "realtime", "realtime --pool.d.cache.num_blocks=12"}) {
     INFO(mode);
-    const std::string cpu = std::string(" --executor.kind=cpu --driver.mode=") + mode + " --workload.num_requests=8";
+    const std::string cpu = " --executor.kind=cpu --driver.mode=" + mode + " --workload.num_requests=8";
     const fs::path one = write_config(dir, "one.ini", "[output]\ntokens = true\n");
     const fs::path two = write_config(dir, "two.ini",
                                       "[output]\ntokens = true\n"
                                       "[pool.p]\nrole = prefill\nsize = 1\n[pool.d]\nrole = decode\nsize = 1\n");
-    const std::string a = (dir / (std::string(mode) + "_one")).string(), b = (dir / (std::string(mode) + "_two")).string();
+    const std::string tag = mode.substr(0, mode.find(' ')) + std::to_string(mode.size());
+    const std::string a = (dir / (tag + "_one")).string(), b = (dir / (tag + "_two")).string();
     REQUIRE(run_cli("run " + one.string() + cpu + " --output " + a).status == 0);
     const Outcome o = run_cli("run " + two.string() + cpu + " --output " + b);
     INFO(o.output);
