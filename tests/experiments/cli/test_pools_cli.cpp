@@ -137,17 +137,19 @@ TEST_CASE("bad pool configs exit 2 naming the key and write nothing", "[cli][poo
 TEST_CASE("two CPU engines, prefill and decode, generate one engine's tokens with the KV really copied", "[cli][pools]") {
   const fs::path dir = scratch("cpu_pd");
   // Offline, real time, and real time with a decode cache of 12 blocks (one or two sequences): hand-offs wait.
-  for (const std::string mode : {"offline", "realtime", "realtime --pool.d.cache.num_blocks=12"}) {
-    INFO(mode);
+  const std::vector<std::pair<std::string, std::string>> variants = {
+      {"offline", ""}, {"realtime", ""}, {"realtime", " --pool.d.cache.num_blocks=12"}};
+  for (const auto& [mode, decode_args] : variants) {
+    INFO(mode << decode_args);
     const std::string cpu = " --executor.kind=cpu --driver.mode=" + mode + " --workload.num_requests=8";
     const fs::path one = write_config(dir, "one.ini", "[output]\ntokens = true\n");
     const fs::path two = write_config(dir, "two.ini",
                                       "[output]\ntokens = true\n"
                                       "[pool.p]\nrole = prefill\nsize = 1\n[pool.d]\nrole = decode\nsize = 1\n");
-    const std::string tag = mode.substr(0, mode.find(' ')) + std::to_string(mode.size());
+    const std::string tag = mode + std::to_string(decode_args.size());
     const std::string a = (dir / (tag + "_one")).string(), b = (dir / (tag + "_two")).string();
     REQUIRE(run_cli("run " + one.string() + cpu + " --output " + a).status == 0);
-    const Outcome o = run_cli("run " + two.string() + cpu + " --output " + b);
+    const Outcome o = run_cli("run " + two.string() + cpu + decode_args + " --output " + b);
     INFO(o.output);
     REQUIRE(o.status == 0);
     CHECK_THAT(o.output, Catch::Contains("hand-offs"));
