@@ -17,7 +17,10 @@ void print_run_help() {
                "Runs the experiment CONFIG.ini describes and writes DIR/results.h5 and\n"
                "DIR/config.ini (default DIR: results/<config name>).\n\n"
                "Config keys ([section] key = value in the INI file, or --section.key=value):\n"
-            << table.help() << "\n";
+            << table.help()
+            << "\nPools ([pool.NAME] sections, sim/pool.h): pool.NAME.role (unified | prefill | decode) and\n"
+               "pool.NAME.size are required; pool.NAME.<any scheduler.*, cache.*, cost_model.*, router.* or\n"
+               "link.* key> overrides the top-level key for that pool (e.g. --pool.decode.router.type=least_loaded).\n";
 }
 
 int run_command(const std::vector<std::string>& args) {

@@ -56,6 +56,8 @@ TEST_CASE("testbed --help lists the commands and every key", "[cli]") {
   o = run_cli("run --help");
   CHECK(o.status == 0);
   CHECK_THAT(o.output, Catch::Contains("scheduler.max_batch_tokens") && Catch::Contains("cache.prefix_cache"));
+  CHECK_THAT(o.output, Catch::Contains("pool.NAME.role") && Catch::Contains("link.bandwidth_gbps") &&
+                           Catch::Contains("output.events") && Catch::Contains("slo.attainment"));
   CHECK(run_cli("frobnicate").status == 2);
 }
 
