@@ -26,6 +26,7 @@ Engine::Engine(int instance, const EngineConfig& config, int num_blocks, std::un
       scheduler_(config.scheduler, kv_, config.max_model_len),
       executor_(std::move(executor)) {
   scheduler_.set_hand_off_after_prefill(config.hand_off_after_prefill);
+  scheduler_.set_key_prefix(config.key_prefix);
   kv_.set_record_events(sink_ != nullptr);
 }
 

@@ -39,6 +39,7 @@ struct EngineConfig {
   CacheConfig cache;
   int max_model_len = 4096;
   bool hand_off_after_prefill = false;  // a prefill instance of a disaggregated deployment
+  std::string key_prefix;               // its keys' prefix in errors ("pool.NAME." for a pool's engines)
   // scheduler.* and cache.* (max_model_len is resolved from the model).
   void bind(OptionTable& table);
   void validate() const;

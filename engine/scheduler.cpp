@@ -91,7 +91,7 @@ void Scheduler::check_admissible(const Sequence& seq) const {
     why = "does not fit one step of " + std::to_string(config_.max_batch_tokens) + " tokens with chunked_prefill off";
   }
   if (key)
-    throw ConfigError(std::string(key) + ": request " + std::to_string(seq.id()) + " (" +
+    throw ConfigError((key[0] == 'c' || key[0] == 's' ? key_prefix_ : std::string()) + key + ": request " + std::to_string(seq.id()) + " (" +
                       std::to_string(seq.num_prompt_tokens()) + " prompt + " + std::to_string(seq.max_output_tokens()) +
                       " output tokens) " + why);
 }

@@ -68,6 +68,8 @@ class Scheduler {
   // after its first token (StepOutcome::handed_off) instead of decoding here.
   void set_hand_off_after_prefill(bool on) { hand_off_after_prefill_ = on; }
   bool hands_off_after_prefill() const { return hand_off_after_prefill_; }
+  // Where this engine's scheduler.* and cache.* keys live, for errors ("pool.decode." in a pool).
+  void set_key_prefix(std::string prefix) { key_prefix_ = std::move(prefix); }
 
   // KV tokens the running sequences hold (their computed tokens).
   int64_t num_running_tokens() const;
@@ -106,6 +108,7 @@ class Scheduler {
   int max_model_len_;
   int watermark_blocks_ = 0;
   bool hand_off_after_prefill_ = false;
+  std::string key_prefix_;
   std::unique_ptr<SchedulingPolicy> policy_;
   SequenceQueue waiting_;
   RunningList running_;

@@ -122,11 +122,17 @@ TEST_CASE("bad pool configs exit 2 naming the key and write nothing", "[cli][poo
        "pool.p.link.layerwise"},
       {"[pool.x]\nrole = unified\nsize = 1\n", "--pool.y!.size=2", "pool.y!.size"},
       {"[pool.x]\nrole = unified\nsize = 1\n", "--driver.mode=realtime --executor.kind=cpu", "driver.mode"},
+      // A decode cache that can never hold a handed-off sequence: simulated and real.
+      {"[pool.p]\nrole = prefill\nsize = 1\n[pool.d]\nrole = decode\nsize = 1\ncache.num_blocks = 2\n", "",
+       "pool.d.cache.num_blocks"},
+      {"[pool.p]\nrole = prefill\nsize = 1\n[pool.d]\nrole = decode\nsize = 1\ncache.num_blocks = 2\n",
+       "--driver.mode=realtime --executor.kind=cpu", "pool.d.cache.num_blocks"},
   };
   int n = 0;
   for (const Case& c : cases) {
     const fs::path ini = write_config(dir, "bad" + std::to_string(n++) + ".ini", c.extra);
-    const Outcome o = run_cli("run " + ini.string() + " " + c.args + " --output " + (dir / "out").string());
+    const Outcome o =
+        run_cli("--timeout-wrapper run " + ini.string() + " " + c.args + " --output " + (dir / "out").string());
     INFO(c.extra << c.args << "\n" << o.output);
     CHECK(o.status == 2);
     CHECK_THAT(o.output, Catch::Contains(c.must_contain));
