@@ -59,6 +59,7 @@ class Fleet::EventForwarder : public KvEventListener {
 
 Fleet::Fleet(std::vector<FleetPool> pools, FleetOptions options) : options_(options) {
   if (pools.empty()) throw std::logic_error("Fleet: no pool");
+  int num_senders = 0;
   for (FleetPool& spec : pools) {
     auto pool = std::make_unique<Pool>();
     pool->first = static_cast<int>(instances_.size());
@@ -78,22 +79,20 @@ Fleet::Fleet(std::vector<FleetPool> pools, FleetOptions options) : options_(opti
         e->add_kv_listener(forwarders_.back().get());
       }
     }
-    switch (pool->spec.role) {
-      case PoolRole::Unified:
-      case PoolRole::Prefill:
-        if (ingress_) throw std::logic_error("Fleet: more than one pool takes arrivals");
-        ingress_ = pool.get();
-        break;
-      case PoolRole::Decode:
-        if (decode_) throw std::logic_error("Fleet: more than one decode pool");
-        decode_ = pool.get();
-        break;
+    if (pool->spec.takes_arrivals) {
+      if (ingress_) throw std::logic_error("Fleet: more than one pool takes arrivals");
+      ingress_ = pool.get();
     }
+    if (pool->spec.receives_handoffs) {
+      if (decode_) throw std::logic_error("Fleet: more than one pool receives hand-offs");
+      decode_ = pool.get();
+    }
+    if (pool->spec.hands_off) ++num_senders;
     pools_.push_back(std::move(pool));
   }
   if (!ingress_) throw std::logic_error("Fleet: no pool takes arrivals");
-  if ((ingress_->spec.role == PoolRole::Prefill) != (decode_ != nullptr))
-    throw std::logic_error("Fleet: a prefill pool needs exactly one decode pool and the other way round");
+  if ((num_senders > 0) != (decode_ != nullptr))
+    throw std::logic_error("Fleet: pools that hand off need exactly one pool that receives, and the other way round");
   routed_.assign(instances_.size(), 0);
 }
 
@@ -235,7 +234,7 @@ void Fleet::end_step(int i, double end) {
     }
   finished_ += out.num_finished;
   if (!out.handed_off.empty()) {
-    if (pools_[inst.pool]->spec.role != PoolRole::Prefill)
+    if (!pools_[inst.pool]->spec.hands_off)
       throw std::logic_error("fleet: instance " + std::to_string(i) + " handed a sequence off outside a prefill pool");
     for (HandOff& h : out.handed_off) hand_off(i, std::move(h), end, end - out.start_s);
     out.handed_off.clear();

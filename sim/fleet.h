@@ -57,7 +57,8 @@ struct SimulationStats {
 // One pool as the fleet runs it.
 struct FleetPool {
   std::string name = "main";
-  PoolRole role = PoolRole::Unified;
+  // Its role (sim/pool.h), as the fleet needs it: a unified pool takes arrivals only.
+  bool takes_arrivals = true, hands_off = false, receives_handoffs = false;
   std::vector<Engine*> engines;  // engine k has instance id (first id of the pool) + k
   std::unique_ptr<Router> router;
   // Decode pools: the link KV arrives over and what it carries.

@@ -9,25 +9,15 @@
 
 namespace testbed {
 
-const char* pool_role_name(PoolRole role) {
-  switch (role) {
-    case PoolRole::Unified: return "unified";
-    case PoolRole::Prefill: return "prefill";
-    case PoolRole::Decode: return "decode";
-  }
-  return "?";
-}
-
-PoolRole PoolConfig::parsed_role() const {
-  if (role == "unified") return PoolRole::Unified;
-  if (role == "prefill") return PoolRole::Prefill;
-  if (role == "decode") return PoolRole::Decode;
-  throw ConfigError(prefix() + "role: unknown role '" + role + "' (known: unified, prefill, decode)");
+std::unique_ptr<PoolRole> PoolConfig::behavior() const {
+  std::unique_ptr<PoolRole> r;
+  with_key_prefix(prefix(), [&] { r = role.create(PoolRoleSetup{}); });
+  return r;
 }
 
 void PoolConfig::bind(OptionTable& t) {
   t.push_prefix(prefix());
-  t.add_required("role", &role, "unified | prefill | decode");
+  role.bind(t);
   t.add_required("size", &size, "instances in the pool");
   engine.bind(t);
   cost_model.bind(t);
@@ -37,7 +27,7 @@ void PoolConfig::bind(OptionTable& t) {
 }
 
 void PoolConfig::validate() const {
-  parsed_role();
+  behavior();
   require(size >= 1 && size <= kMaxInstances, prefix() + "size", "must be in [1, " + std::to_string(kMaxInstances) + "]");
   with_key_prefix(prefix(), [&] {
     engine.validate();
@@ -65,26 +55,26 @@ std::vector<std::string> pool_names(const std::vector<std::string>& keys) {
 }
 
 void validate_pools(const std::vector<PoolConfig>& pools) {
-  int ingress = 0, prefill = 0, decode = 0;
-  const PoolConfig *p = nullptr, *d = nullptr;
+  int ingress = 0, senders = 0, receivers = 0;
+  const PoolConfig *sender = nullptr, *receiver = nullptr;
   for (const PoolConfig& pool : pools) {
     pool.validate();
-    switch (pool.parsed_role()) {
-      case PoolRole::Unified: ++ingress; break;
-      case PoolRole::Prefill: ++ingress, ++prefill, p = &pool; break;
-      case PoolRole::Decode: ++decode, d = &pool; break;
-    }
+    ingress += pool.takes_arrivals();
+    if (pool.hands_off_after_prefill()) ++senders, sender = &pool;
+    if (pool.receives_handoffs()) ++receivers, receiver = &pool;
   }
   if (pools.empty()) return;
   const std::string first = pools.front().prefix() + "role";
   require(ingress == 1, first,
           "a cluster has exactly one pool that takes arrivals (role unified or prefill); this one has " +
               std::to_string(ingress));
-  if (decode != prefill)
-    throw ConfigError((d ? d->prefix() : p->prefix()) + "role: a prefill pool hands its sequences to one decode pool: give one of each");
-  if (p && d && p->engine.cache.block_size != d->engine.cache.block_size)
-    require(p->engine.cache.block_size == d->engine.cache.block_size, d->prefix() + "cache.block_size",
-            "must equal " + p->prefix() + "cache.block_size (" + std::to_string(p->engine.cache.block_size) +
+  if (senders > 1 || receivers > 1 || (senders == 1) != (receivers == 1)) {
+    const PoolConfig* culprit = receiver && (receivers > 1 || !sender) ? receiver : sender;
+    throw ConfigError(culprit->prefix() + "role: a prefill pool hands its sequences to one decode pool: give one of each");
+  }
+  if (sender && receiver && sender->engine.cache.block_size != receiver->engine.cache.block_size)
+    require(false, receiver->prefix() + "cache.block_size",
+            "must equal " + sender->prefix() + "cache.block_size (" + std::to_string(sender->engine.cache.block_size) +
                 "): KV moves block by block");
 }
 

@@ -15,16 +15,19 @@
 // pool sections is one unified pool of fleet.num_instances instances: today's
 // fleet, bit for bit.
 //
-// Roles: `unified` runs whole requests; `prefill` takes arrivals and hands
-// each sequence off after its first token; `decode` receives hand-offs. A
-// cluster has one pool that takes arrivals (unified or prefill) and, with a
-// prefill pool, one decode pool. (Several ingress pools need a model router
-// in front of them: the ingress layer.)
+// Roles are chosen by name through PoolRoleRegistry (sim/pool_roles.cpp):
+// `unified` runs whole requests; `prefill` takes arrivals and hands each
+// sequence off after its first token; `decode` receives hand-offs. A cluster
+// has one pool that takes arrivals and, when a pool hands off, one pool that
+// receives. (Several ingress pools need a model router in front of them: the
+// ingress layer.)
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "engine/common/choice.h"
+#include "engine/common/registry.h"
 #include "engine/engine.h"
 #include "sim/cost_model.h"
 #include "sim/kv_link.h"
@@ -32,12 +35,20 @@
 
 namespace testbed {
 
-enum class PoolRole { Unified, Prefill, Decode };
-const char* pool_role_name(PoolRole role);
+// What a pool's role means to the fleet.
+class PoolRole {
+ public:
+  virtual ~PoolRole() = default;
+  virtual bool takes_arrivals() const = 0;           // the ingress router sends requests here
+  virtual bool hands_off_after_prefill() const = 0;  // a sequence leaves after its first token
+  virtual bool receives_handoffs() const = 0;        // handed-off sequences are imported here
+};
+struct PoolRoleSetup {};
+using PoolRoleRegistry = Registry<PoolRole, const PoolRoleSetup&>;
 
 struct PoolConfig {
   std::string name;
-  std::string role = "unified";  // unified | prefill | decode (required in a config)
+  Choice<PoolRoleRegistry> role{"role", "unified", "what the pool does"};  // pool.NAME.role (required in a config)
   int size = 1;                  // instances (required in a config)
   EngineConfig engine;
   CostModelConfig cost_model;
@@ -45,7 +56,11 @@ struct PoolConfig {
   KvLinkConfig link;
 
   std::string prefix() const { return "pool." + name + "."; }
-  PoolRole parsed_role() const;
+  // The chosen role (throws ConfigError naming pool.NAME.role for an unknown one).
+  std::unique_ptr<PoolRole> behavior() const;
+  bool takes_arrivals() const { return behavior()->takes_arrivals(); }
+  bool hands_off_after_prefill() const { return behavior()->hands_off_after_prefill(); }
+  bool receives_handoffs() const { return behavior()->receives_handoffs(); }
   // pool.NAME.role, .size and pool.NAME.<every scheduler, cache, cost_model, router and link key>.
   void bind(OptionTable& table);
   // Throws ConfigError naming pool.NAME.<key>.
@@ -56,8 +71,9 @@ struct PoolConfig {
 // Throws ConfigError for a name that is not [A-Za-z0-9_-]+.
 std::vector<std::string> pool_names(const std::vector<std::string>& keys);
 
-// The rules between pools (one ingress pool, decode iff prefill, equal block
-// sizes across a hand-off, at most kMaxInstances per pool); errors name the key.
+// The rules between pools (one pool takes arrivals; one receives when any
+// hands off, and none otherwise; equal block sizes across a hand-off; at most
+// kMaxInstances per pool); errors name the key.
 void validate_pools(const std::vector<PoolConfig>& pools);
 
 // Runs f(); a ConfigError it throws is rethrown with `prefix` before its key,

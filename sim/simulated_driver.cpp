@@ -54,7 +54,9 @@ class SimulatedDriver : public Driver {
     for (const PoolConfig& c : p_.pools) {
       FleetPool pool;
       pool.name = c.name;
-      pool.role = c.parsed_role();
+      pool.takes_arrivals = c.takes_arrivals();
+      pool.hands_off = c.hands_off_after_prefill();
+      pool.receives_handoffs = c.receives_handoffs();
       for (int k = 0; k < c.size; ++k) pool.engines.push_back(engines[next++].get());
       pool.link = c.link;
       pool.tensor_parallel = c.cost_model.tensor_parallel;

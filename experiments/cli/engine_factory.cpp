@@ -51,7 +51,7 @@ RunSetup prepare_run(const RunConfig& config) {
   static_cast<InstanceSetup&>(s) = prepare_instances(config, s.model, config.engine, config.cost_model);
   for (const PoolConfig& p : config.pools()) {
     with_key_prefix(p.prefix(), [&] { s.pools.push_back(prepare_instances(config, s.model, p.engine, p.cost_model)); });
-    s.pools.back().engine.hand_off_after_prefill = p.parsed_role() == PoolRole::Prefill;
+    s.pools.back().engine.hand_off_after_prefill = p.hands_off_after_prefill();
     s.pools.back().engine.key_prefix = p.prefix();
     for (int k = 0; k < p.size; ++k) s.pool_of_instance.push_back(static_cast<int>(s.pools.size()) - 1);
   }

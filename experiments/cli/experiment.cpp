@@ -68,7 +68,7 @@ std::vector<PoolFacts> pool_facts(const RunConfig& config, const RunSetup& setup
     const PoolConfig& p = config.pools()[k];
     PoolFacts f;
     f.name = p.name;
-    f.role = p.role;
+    f.role = p.role.name;
     f.first_instance = first;
     f.size = p.size;
     facts_of(setup.pools[k], f);

@@ -96,8 +96,8 @@ void RunConfig::validate() const {
   if (!pools().empty() && mode != "simulated") {
     // On the wall clock: one prefill engine and one decode engine in this process (run_disaggregated).
     const auto& p = pools();
-    const bool pd = p.size() == 2 && p[0].parsed_role() == PoolRole::Prefill && p[0].size == 1 &&
-                    p[1].parsed_role() == PoolRole::Decode && p[1].size == 1;
+    const bool pd = p.size() == 2 && p[0].hands_off_after_prefill() && p[0].size == 1 && p[1].receives_handoffs() &&
+                    p[1].size == 1;
     require(pd, "driver.mode",
             "in " + mode + " mode pools are one prefill instance and one decode instance, in that order "
             "([pool.P] role = prefill, size = 1, then [pool.D] role = decode, size = 1); larger pools run in the "
@@ -124,8 +124,9 @@ void check_pool_keys(const RunConfig& config, const OptionTable& table) {
     // (A value that changes nothing, as a resolved config.ini states it, is fine.)
     for (const PoolConfig& p : pools) {
       const std::string own = p.prefix() + "link.";
-      if (starts_with(key, own) && p.parsed_role() != PoolRole::Decode && value != table.value(key.substr(p.prefix().size())))
-        throw ConfigError(key + ": only a decode pool receives KV over a link (" + p.prefix() + "role is " + p.role + ")");
+      if (starts_with(key, own) && !p.receives_handoffs() && value != table.value(key.substr(p.prefix().size())))
+        throw ConfigError(key + ": only a decode pool receives KV over a link (" + p.prefix() + "role is " + p.role.name +
+                          ")");
     }
   }
 }
@@ -151,7 +152,12 @@ void load_run_config(const std::string& config_path, const std::vector<std::stri
   config.set_pool_names(pool_names(OptionTable::mentioned_keys(args, &ini)));
   config.bind(table);
   table.parse(args, &ini, config_path);
-  for (const PoolConfig& p : config.pools()) table.inherit(p.prefix());
+  for (const PoolConfig& p : config.pools()) {
+    if (!table.was_set(p.prefix() + "role"))
+      throw ConfigError(config_path + ": " + p.prefix() + "role is required (" + PoolRoleRegistry::instance().names_joined() +
+                        ")");
+    table.inherit(p.prefix());
+  }
   config.config_path = config_path;
   config.validate();
   check_pool_keys(config, table);

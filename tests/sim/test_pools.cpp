@@ -83,9 +83,11 @@ PdRun run_pd(int p, int d, const WorkloadConfig& w, int decode_blocks = 400, KvL
   out.rec->engines = &out.engines;
   std::vector<FleetPool> pools(2);
   pools[0].name = "prefill";
-  pools[0].role = PoolRole::Prefill;
+  pools[0].takes_arrivals = true;
+  pools[0].hands_off = true;
   pools[1].name = "decode";
-  pools[1].role = PoolRole::Decode;
+  pools[1].takes_arrivals = false;
+  pools[1].receives_handoffs = true;
   pools[1].link = link;
   pools[1].kv_bytes_per_token = static_cast<double>(model.kv_bytes_per_token(2));
   pools[1].num_layers = model.num_layers;

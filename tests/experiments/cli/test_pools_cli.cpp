@@ -111,6 +111,7 @@ TEST_CASE("bad pool configs exit 2 naming the key and write nothing", "[cli][poo
       {"[pool.d]\nrole = decode\nsize = 1\n", "", "pool.d.role"},
       {"[pool.x]\nrole = middle\nsize = 1\n", "", "pool.x.role"},
       {"[pool.x]\nrole = unified\n", "", "pool.x.size is required"},
+      {"[pool.x]\nsize = 1\n", "", "pool.x.role is required"},
       {"[pool.x]\nrole = unified\nsize = 0\n", "", "pool.x.size"},
       {"[pool.x]\nrole = unified\nsize = 1\nscheduler.max_num_seqs = 0\n", "", "pool.x.scheduler.max_num_seqs"},
       {"[pool.x]\nrole = unified\nsize = 1\nscheduler.bogus = 1\n", "", "pool.x.scheduler.bogus"},
