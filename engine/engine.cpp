@@ -107,6 +107,11 @@ void Engine::end_step(const StepPlan& plan, const StepResult& result, double end
     rec.num_preempted = static_cast<int>(plan.batch.preempted.size());
     rec.num_waiting = scheduler_.num_waiting();
     rec.num_running = scheduler_.num_running();
+    for (const SeqOutcome& o : out.seqs) {
+      rec.draft_tokens += o.num_draft;
+      rec.accepted_tokens += o.num_accepted;
+      if (o.num_appended > 0 && !o.first_token) ++rec.decode_items, rec.decode_appended += o.num_appended;
+    }
     sink_->on_step(rec);
   }
 }

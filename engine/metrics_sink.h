@@ -22,6 +22,9 @@ struct StepRecord {
   int num_preempted = 0;
   int num_waiting = 0;  // after the step
   int num_running = 0;  // after the step
+  // Speculative decoding: proposed tokens verified and accepted; decode items
+  // that appended tokens, and the tokens they appended (1 + accepted each).
+  int draft_tokens = 0, accepted_tokens = 0, decode_items = 0, decode_appended = 0;
 };
 
 // An instance's state, sampled at a fixed interval by the simulator.

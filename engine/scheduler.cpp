@@ -301,6 +301,8 @@ void Scheduler::postprocess(const Batch& batch, const StepResult& result, double
       accept_drafts(item, tokens, n);
       o.num_draft = item.num_draft;
       o.num_accepted = n - 1;
+      seq.spec_drafted += o.num_draft;
+      seq.spec_accepted += o.num_accepted;
     }
     for (int i = 0; i < n; ++i) {
       if (tokens[i] < 0) contract_error(seq, "returned a negative token id");

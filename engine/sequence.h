@@ -92,6 +92,8 @@ class Sequence {
     int64_t transfer_bytes = 0;
     int transfer_blocks = 0, reused_blocks = 0;  // blocks copied / found in the receiver's prefix cache
   } handoff;
+  // Speculative decoding: proposed tokens verified, and of those accepted.
+  int spec_drafted = 0, spec_accepted = 0;
 
  private:
   Request request_;

@@ -166,6 +166,11 @@ void ResultsFile::write_requests(const std::vector<RequestRecord>& unsorted) {
   add_column("requests", "cached_tokens", column<int32_t>(r, [](const R& x) { return x.cached_tokens; }));
   add_column("requests", "output_tokens", column<int32_t>(r, [](const R& x) { return x.output_tokens; }));
   add_column("requests", "preemptions", column<int32_t>(r, [](const R& x) { return x.preemptions; }));
+  // Speculative runs only.
+  if (std::any_of(r.begin(), r.end(), [](const R& x) { return x.spec_drafted > 0; })) {
+    add_column("requests", "spec_drafted", column<int32_t>(r, [](const R& x) { return x.spec_drafted; }));
+    add_column("requests", "spec_accepted", column<int32_t>(r, [](const R& x) { return x.spec_accepted; }));
+  }
   // Disaggregated runs only (a unified run's file is unchanged).
   if (std::none_of(r.begin(), r.end(), [](const R& x) { return x.prefill_instance >= 0; })) return;
   add_column("requests", "prefill_instance", column<int32_t>(r, [](const R& x) { return x.prefill_instance; }));

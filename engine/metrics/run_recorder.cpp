@@ -28,6 +28,10 @@ void RunRecorder::on_arrival(int, const Sequence&, double) {
 
 void RunRecorder::on_step(const StepRecord& step) {
   ++num_steps_;
+  spec_drafted_ += step.draft_tokens;
+  spec_accepted_ += step.accepted_tokens;
+  decode_items_ += step.decode_items;
+  decode_appended_ += step.decode_appended;
   busy_s_ += step.duration_s;
   kv_slot_s_ += static_cast<double>(step.kv_blocks_used) * step.kv_block_size * step.duration_s;
   kv_token_s_ += static_cast<double>(step.kv_tokens) * step.duration_s;
@@ -58,6 +62,8 @@ void RunRecorder::on_finish(int instance, const Sequence& seq, double t) {
   r.cached_tokens = seq.num_cached_tokens < 0 ? 0 : seq.num_cached_tokens;
   r.output_tokens = seq.num_output_tokens();
   r.preemptions = seq.num_preemptions;
+  r.spec_drafted = seq.spec_drafted;
+  r.spec_accepted = seq.spec_accepted;
   const Sequence::HandOffLog& h = seq.handoff;
   if (h.prefill_instance >= 0) {
     ++num_handoffs_;

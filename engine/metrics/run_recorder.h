@@ -21,6 +21,7 @@ struct RequestRecord {
   double handoff_wait_s = 0, transfer_s = 0;
   int64_t transfer_bytes = 0;
   int32_t transfer_blocks = 0, reused_blocks = 0;
+  int32_t spec_drafted = 0, spec_accepted = 0;  // speculative decoding: proposed tokens verified / accepted
   double ttft_s() const { return first_token_s - arrival_s; }
   double e2e_s() const { return finish_s - arrival_s; }
   // Time per output token after the first; NaN for one-token outputs.
@@ -60,6 +61,11 @@ class RunRecorder : public MetricsSink {
   // The requests' named events (keep_events only), in event-loop order.
   const std::vector<RequestEvent>& events() const { return events_; }
   bool any_handoff() const { return num_handoffs_ > 0; }
+  // Speculative decoding over all steps (StepRecord's counts).
+  int64_t spec_drafted() const { return spec_drafted_; }
+  int64_t spec_accepted() const { return spec_accepted_; }
+  int64_t decode_items() const { return decode_items_; }
+  int64_t decode_appended() const { return decode_appended_; }
   int64_t num_blocks_stored() const { return num_blocks_stored_; }
   int64_t num_blocks_removed() const { return num_blocks_removed_; }
   // Output token ids of finished requests (keep_tokens only), in finish order.
@@ -69,6 +75,7 @@ class RunRecorder : public MetricsSink {
  private:
   bool keep_steps_, keep_tokens_, keep_events_;
   int64_t num_handoffs_ = 0;
+  int64_t spec_drafted_ = 0, spec_accepted_ = 0, decode_items_ = 0, decode_appended_ = 0;
   std::vector<RequestEvent> events_;
   std::vector<RequestRecord> requests_;
   std::vector<StepRecord> steps_;

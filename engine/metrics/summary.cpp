@@ -111,6 +111,11 @@ Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& sl
   s.set("slo_attainment", attained);
   s.set("meets_slo", attained >= slo.attainment ? 1.0 : 0.0);
   s.set("preemptions", preemptions);
+  if (rec.spec_drafted() > 0) {  // speculative runs only
+    s.set("spec_acceptance_rate", static_cast<double>(rec.spec_accepted()) / rec.spec_drafted());
+    s.set("spec_tokens_per_step",
+          rec.decode_items() > 0 ? static_cast<double>(rec.decode_appended()) / rec.decode_items() : NAN);
+  }
   s.set("num_steps", static_cast<double>(rec.num_steps()));
   // Time-weighted over busy steps: the sequences a step carries, and the share of
   // allocated KV slots holding no token (reservation and the last block's unused

@@ -60,7 +60,7 @@ RunSetup prepare_run(const RunConfig& config) {
 }
 
 std::unique_ptr<Executor> make_executor(const RunConfig& config, const InstanceSetup& s) {
-  std::unique_ptr<Executor> exec = config.executor.kind.create(s.executor);
+  std::unique_ptr<Executor> exec = with_proposer(config.executor.kind.create(s.executor), config.spec, s.executor.model.vocab_size);
   if (config.executor.timing == "cost_model" && config.executor.kind.name != "sim")
     exec = std::make_unique<CostTimedExecutor>(std::move(exec), s.cost_model);
   return exec;

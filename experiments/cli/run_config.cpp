@@ -35,6 +35,8 @@ void RunConfig::bind(OptionTable& t) {
   t.add("slo.tpot_s", &slo.tpot_s, "TPOT target for goodput (0: none)");
   t.add("slo.attainment", &slo.attainment, "share of requests that must meet both targets (meets_slo; DistServe goodput)");
 
+  spec.bind(t);
+
   t.add("output.steps", &output.steps, "write the per-step table");
   t.add("output.tokens", &output.tokens, "write generated token ids");
   t.add("output.timeline", &output.timeline, "write timeline.json (Chrome trace, opens in Perfetto)");
@@ -89,6 +91,9 @@ void RunConfig::validate() const {
   workload.validate();
   cost_model.validate();
   slo.validate();
+  spec.validate();
+  require(!spec.enabled() || executor.kind.name != "sim", "spec.method",
+          "speculation runs on the cpu and cuda executors; the simulator's acceptance model is not built yet");
   require(requests_per_day > 0, "metrics.requests_per_day", "must be positive");
   require(simulation().fleet.num_instances == 1 || mode == "simulated", "fleet.num_instances",
           "fleets of several instances run in the simulator (driver.mode = simulated)");

@@ -13,6 +13,7 @@
 #include "engine/driver.h"
 #include "engine/engine.h"
 #include "engine/executor.h"
+#include "engine/proposer.h"
 #include "engine/metrics/summary.h"
 #include "engine/request.h"
 #include "sim/cost_model.h"
@@ -55,6 +56,7 @@ struct RunConfig {
   WorkloadConfig workload;
   CostModelConfig cost_model;
   SloConfig slo;
+  SpecConfig spec;  // speculative decoding (engine/proposer.h)
   OutputSection output;
   double requests_per_day = 1e6;  // metrics.requests_per_day: the rate per-day figures assume
 

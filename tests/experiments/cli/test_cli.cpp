@@ -83,6 +83,8 @@ TEST_CASE("config errors name the key or file and exit 2 and write nothing", "[c
       {"run " + ini.string() + " --executor.kind=quantum", "executor.kind"},
       {"run " + (dir / "nomodel.ini").string(), "nowhere/config.json"},
       {"run " + ini.string() + " --model.weights=absent.safetensors", "absent.safetensors"},
+      {"run " + ini.string() + " --executor.kind=sim --spec.method=ngram", "spec.method"},
+      {"run " + ini.string() + " --spec.method=ngram --spec.num_tokens=0", "spec.num_tokens"},
   };
   for (const Case& c : cases) {
     const Outcome o = run_cli(c.args + out);

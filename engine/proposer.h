@@ -1,0 +1,72 @@
+// Speculative decoding's proposers (spec.method), run beside the model: after
+// a step samples a sequence's next token, a proposer drafts up to k tokens to
+// follow it; the next step verifies them (the executor's own seeded draw at
+// each position, so outputs are identical with and without proposals).
+//
+//   none   nothing (spec.method = none is the plain engine, bit for bit)
+//   ngram  prompt lookup: the longest suffix of n tokens (spec.ngram_max down to
+//          spec.ngram_min) that occurred earlier in the sequence proposes what
+//          followed its latest earlier occurrence
+//
+// SpeculativeExecutor wraps any executor with one; the engine schedules the
+// drafts (counted against max_batch_tokens), rolls back the rejected ones and
+// never caches them (engine/scheduler.cpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/common/choice.h"
+#include "engine/common/registry.h"
+#include "engine/executor.h"
+
+namespace testbed {
+
+class OptionTable;
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  // Appends to `out` up to k tokens to follow `context` (the sequence's tokens,
+  // including the one this step sampled).
+  virtual void propose(const std::vector<int32_t>& context, int k, std::vector<int32_t>& out) = 0;
+};
+
+struct ProposerSetup {
+  int vocab_size = 0;
+};
+using ProposerRegistry = Registry<Proposer, const ProposerSetup&>;
+
+struct SpecConfig {
+  Choice<ProposerRegistry> method{"spec.method", "none", "speculative decoding's proposer"};
+  int num_tokens = 4;      // spec.num_tokens: k, tokens drafted per step
+  int max_batch_size = 0;  // spec.max_batch_size: above it steps decode plainly (0: no limit)
+  bool enabled() const { return method.name != "none"; }
+  void bind(OptionTable& table);
+  void validate() const;
+};
+
+// `inner` with the configured proposer drafting after every sampled token.
+class SpeculativeExecutor : public Executor {
+ public:
+  SpeculativeExecutor(std::unique_ptr<Executor> inner, std::unique_ptr<Proposer> proposer, int k, int max_batch_size);
+  StepResult execute(const Batch& batch) override;
+  std::string name() const override { return inner_->name() + " + proposer"; }
+  KvBlockData read_kv_blocks(const std::vector<int32_t>& blocks) const override { return inner_->read_kv_blocks(blocks); }
+  void write_kv_blocks(const std::vector<int32_t>& blocks, const KvBlockData& data) override {
+    inner_->write_kv_blocks(blocks, data);
+  }
+
+ private:
+  std::unique_ptr<Executor> inner_;
+  std::unique_ptr<Proposer> proposer_;
+  int k_, max_batch_size_;
+  std::vector<int32_t> context_;
+};
+
+// spec.method = none: `inner` itself; else `inner` wrapped in a SpeculativeExecutor.
+std::unique_ptr<Executor> with_proposer(std::unique_ptr<Executor> inner, const SpecConfig& spec, int vocab_size);
+
+}  // namespace testbed
