@@ -49,6 +49,11 @@ struct ExecutorSetup {
   uint64_t weights_seed = 0;
   int num_blocks = 0, block_size = 16, max_model_len = 4096;
   std::shared_ptr<const CostModel> cost_model;  // executors that predict their time (sim)
+  // Speculation in simulation (the simulated executor drafts and accepts itself):
+  // k tokens per step, accepted one by one with probability spec_acceptance (< 0: off).
+  int spec_num_tokens = 0, spec_max_batch_size = 0;
+  double spec_acceptance = -1.0;
+  uint64_t spec_seed = 0;
 };
 
 using ExecutorRegistry = Registry<Executor, const ExecutorSetup&>;

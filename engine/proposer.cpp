@@ -11,12 +11,26 @@ void SpecConfig::bind(OptionTable& t) {
   method.bind(t);
   t.add("spec.num_tokens", &num_tokens, "tokens drafted per step (k)");
   t.add("spec.max_batch_size", &max_batch_size, "above this many sequences a step decodes plainly (0: no limit)");
+  t.add("spec.acceptance", &acceptance, "simulated executor: fixed:A, each draft token accepted with probability A");
+}
+
+double SpecConfig::fixed_acceptance() const {
+  if (acceptance.empty()) return -1.0;
+  const std::string head = "fixed:";
+  double a = -1.0;
+  require(acceptance.compare(0, head.size(), head) == 0 && parse_value(acceptance.substr(head.size()), a) && a >= 0 &&
+              a <= 1,
+          "spec.acceptance",
+          "'" + acceptance + "' is not fixed:A with A in [0, 1] (acceptance recorded from a real run, trace:FILE, is "
+          "not built yet)");
+  return a;
 }
 
 void SpecConfig::validate() const {
   method.validate();
   require(num_tokens >= 1 && num_tokens <= 64, "spec.num_tokens", "must be in [1, 64]");
   require(max_batch_size >= 0, "spec.max_batch_size", "must be >= 0 (0: no limit)");
+  fixed_acceptance();
 }
 
 SpeculativeExecutor::SpeculativeExecutor(std::unique_ptr<Executor> inner, std::unique_ptr<Proposer> proposer, int k,

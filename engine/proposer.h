@@ -43,7 +43,12 @@ struct SpecConfig {
   Choice<ProposerRegistry> method{"spec.method", "none", "speculative decoding's proposer"};
   int num_tokens = 4;      // spec.num_tokens: k, tokens drafted per step
   int max_batch_size = 0;  // spec.max_batch_size: above it steps decode plainly (0: no limit)
+  // spec.acceptance, the simulator's acceptance model: "fixed:A", each draft token
+  // kept with probability A in [0, 1] ("" for real executors, which verify).
+  std::string acceptance;
   bool enabled() const { return method.name != "none"; }
+  // A of "fixed:A"; -1 when acceptance is "".
+  double fixed_acceptance() const;
   void bind(OptionTable& table);
   void validate() const;
 };

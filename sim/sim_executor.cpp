@@ -3,6 +3,8 @@
 #include "engine/common/config_error.h"
 #include "engine/common/rng.h"
 
+#include <algorithm>
+
 namespace testbed {
 
 int32_t synthetic_token(const Request& request, int index, int vocab_size) {
@@ -41,15 +43,60 @@ StepResult SimExecutor::execute(const Batch& batch) {
   return r;
 }
 
+void SimExecutor::speculate(const Batch& batch, StepResult& out) const {
+  // Verify: an item's drafts are its next synthetic tokens; keep a prefix of them.
+  out.token_offsets.assign(1, 0);
+  out.tokens.clear();
+  for (const ScheduledSeq& item : batch.items) {
+    if (!item.samples()) {
+      out.add_none();
+      continue;
+    }
+    const Sequence& seq = *item.seq;
+    int kept = 0;
+    const int first_draft = item.num_computed + item.num_new - item.num_draft;  // position of the first draft
+    while (kept < item.num_draft) {
+      Rng u(mix_seed(mix_seed(spec_.seed ^ static_cast<uint64_t>(seq.id()), static_cast<uint64_t>(first_draft + kept)), 1));
+      if (u.uniform() >= spec_.acceptance) break;
+      ++kept;
+    }
+    const int base = seq.num_output_tokens();
+    for (int j = 0; j <= kept; ++j) out.tokens.push_back(synthetic_token(seq.request(), base + j, vocab_size_));
+    out.token_offsets.push_back(static_cast<int32_t>(out.tokens.size()));
+  }
+  // Propose: the next k tokens after what this step appends, within the output length.
+  out.draft_offsets.assign(1, 0);
+  out.drafts.clear();
+  const bool propose = spec_.max_batch_size == 0 || batch.num_seqs() <= spec_.max_batch_size;
+  for (int i = 0; i < batch.num_seqs(); ++i) {
+    const int n = out.num_tokens(i);
+    const Sequence& seq = *batch.items[i].seq;
+    const int next = seq.num_output_tokens() + n;
+    const int room = seq.max_output_tokens() - next - 1;
+    if (propose && n > 0)
+      for (int j = 0; j < std::min(spec_.num_tokens, room); ++j)
+        out.drafts.push_back(synthetic_token(seq.request(), next + j, vocab_size_));
+    out.draft_offsets.push_back(static_cast<int32_t>(out.drafts.size()));
+  }
+}
+
 void SimExecutor::execute(const Batch& batch, StepResult& out) {
   synthetic_tokens(batch, vocab_size_, out);
+  if (spec_.num_tokens > 0) speculate(batch, out);
   shape_of(batch, shape_);
   out.duration_s = cost_model_->predict(shape_);
 }
 
 TESTBED_REGISTER(ExecutorRegistry, "sim", [](const ExecutorSetup& s) {
   require(s.cost_model != nullptr, "cost_model.kind", "the simulated executor needs a cost model");
-  return std::make_unique<SimExecutor>(s.cost_model, s.model.vocab_size);
+  SimSpeculation spec;
+  if (s.spec_acceptance >= 0) {
+    spec.num_tokens = s.spec_num_tokens;
+    spec.max_batch_size = s.spec_max_batch_size;
+    spec.acceptance = s.spec_acceptance;
+    spec.seed = s.spec_seed;
+  }
+  return std::make_unique<SimExecutor>(s.cost_model, s.model.vocab_size, spec);
 });
 
 }  // namespace testbed

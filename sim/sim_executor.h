@@ -12,18 +12,33 @@
 
 namespace testbed {
 
+// Speculation (spec.method with spec.acceptance = fixed:A): after each sampled
+// token the executor drafts the sequence's next k synthetic tokens (a proposer
+// that costs nothing, as the n-gram lookup nearly does) and, verifying them in
+// the next step, keeps each in turn with probability A (a draw from seed,
+// request and position), stopping at the first rejection. Drafts are the
+// sequence's own future tokens, so outputs equal plain decoding's; only the
+// steps differ.
+struct SimSpeculation {
+  int num_tokens = 0;      // k (0: off)
+  int max_batch_size = 0;  // above it no drafts (0: no limit)
+  double acceptance = 0.0;
+  uint64_t seed = 0;
+};
+
 class SimExecutor : public Executor {
  public:
-  SimExecutor(std::shared_ptr<const CostModel> cost_model, int vocab_size)
-      : cost_model_(std::move(cost_model)), vocab_size_(vocab_size) {}
-  // Proposed tokens are verified as all rejected: acceptance is not modelled here.
+  SimExecutor(std::shared_ptr<const CostModel> cost_model, int vocab_size, SimSpeculation spec = {})
+      : cost_model_(std::move(cost_model)), vocab_size_(vocab_size), spec_(spec) {}
   StepResult execute(const Batch& batch) override;
   void execute(const Batch& batch, StepResult& out) override;
   std::string name() const override { return "sim"; }
 
  private:
+  void speculate(const Batch& batch, StepResult& out) const;
   std::shared_ptr<const CostModel> cost_model_;
   int vocab_size_;
+  SimSpeculation spec_;
   StepShape shape_;  // reused every step
 };
 

@@ -36,6 +36,12 @@ InstanceSetup prepare_instances(const RunConfig& config, const ModelConfig& mode
   s.executor.block_size = s.engine.cache.block_size;
   s.executor.max_model_len = s.engine.max_model_len;
   s.executor.cost_model = s.cost_model;
+  if (config.spec.enabled() && config.executor.kind.name == "sim") {  // the simulated executor drafts itself
+    s.executor.spec_num_tokens = config.spec.num_tokens;
+    s.executor.spec_max_batch_size = config.spec.max_batch_size;
+    s.executor.spec_acceptance = config.spec.fixed_acceptance();
+    s.executor.spec_seed = config.sampling.seed;
+  }
   return s;
 }
 
@@ -60,7 +66,8 @@ RunSetup prepare_run(const RunConfig& config) {
 }
 
 std::unique_ptr<Executor> make_executor(const RunConfig& config, const InstanceSetup& s) {
-  std::unique_ptr<Executor> exec = with_proposer(config.executor.kind.create(s.executor), config.spec, s.executor.model.vocab_size);
+  std::unique_ptr<Executor> exec = config.executor.kind.create(s.executor);
+  if (config.executor.kind.name != "sim") exec = with_proposer(std::move(exec), config.spec, s.executor.model.vocab_size);
   if (config.executor.timing == "cost_model" && config.executor.kind.name != "sim")
     exec = std::make_unique<CostTimedExecutor>(std::move(exec), s.cost_model);
   return exec;

@@ -92,8 +92,12 @@ void RunConfig::validate() const {
   cost_model.validate();
   slo.validate();
   spec.validate();
-  require(!spec.enabled() || executor.kind.name != "sim", "spec.method",
-          "speculation runs on the cpu and cuda executors; the simulator's acceptance model is not built yet");
+  const bool sim = executor.kind.name == "sim";
+  require(!(spec.enabled() && sim && spec.acceptance.empty()), "spec.acceptance",
+          "the simulated executor needs an acceptance model with spec.method: fixed:A (each draft token kept with "
+          "probability A)");
+  require(spec.acceptance.empty() || (spec.enabled() && sim), "spec.acceptance",
+          "applies to the simulated executor with spec.method set (real executors verify their drafts)");
   require(requests_per_day > 0, "metrics.requests_per_day", "must be positive");
   require(simulation().fleet.num_instances == 1 || mode == "simulated", "fleet.num_instances",
           "fleets of several instances run in the simulator (driver.mode = simulated)");
