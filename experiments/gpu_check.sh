@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU check: builds the CUDA kernels for sm_90 in build-gpu/, runs the GPU tests
-# (kernels vs CPU references, CudaExecutor vs CpuExecutor) and the attention
-# benchmarks, then prints one table against the project's goals:
+# (kernels vs CPU references, CudaExecutor vs CpuExecutor), the attention and
+# speculative-verification benchmarks, then prints one table against the project's goals:
 #   decode  >= 80% of the measured device-to-device copy bandwidth at long contexts (>= 8k keys)
 #   prefill >= 300 TFLOP/s, bf16, head_dim 128, causal, >= 4k tokens
 # Full logs, the kernel profile CSVs and a step-time profile of the CUDA
@@ -19,7 +19,7 @@ stage() { echo "== $1 ($(date +%H:%M:%S))"; }
 stage "configure + build (sm_90) -> $LOG_DIR/build.log"
 if ! timeout 300 bash -c "cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
       -DTESTBED_CUDA=ON -DTESTBED_BENCHMARKS=ON &&
-    cmake --build build-gpu -j$JOBS --target gpu_test_kernels bench_attention testbed" > "$LOG_DIR/build.log" 2>&1; then
+    cmake --build build-gpu -j$JOBS --target gpu_test_kernels bench_attention bench_verify testbed" > "$LOG_DIR/build.log" 2>&1; then
   tail -30 "$LOG_DIR/build.log"
   echo "BUILD FAILED (see $LOG_DIR/build.log)"
   exit 1
@@ -50,6 +50,11 @@ if [ $rc -ne 0 ]; then
   status=1
 fi
 grep -m 1 "copy bandwidth" "$LOG_DIR/bench_attention.log"
+
+stage "verify kernel benchmark -> $LOG_DIR/bench_verify.log"
+timeout 90 build-gpu/kernels/bench_verify --benchmark_min_time=0.05 > "$LOG_DIR/bench_verify.log" 2>&1 ||
+  { tail -10 "$LOG_DIR/bench_verify.log"; status=1; }
+grep -E "^BM_Verify" "$LOG_DIR/bench_verify.log" | sed 's/^/  /'
 
 stage "step profile of the CUDA executor (cost_model.kind = profiled) -> $LOG_DIR/profile/step_profile_cuda.h5"
 # The small model (head dim 128; the CUDA kernels take 64 or 128, the tiny CPU model has 32).

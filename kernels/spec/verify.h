@@ -64,3 +64,16 @@ void verify_rejection_ref(const VerifyBatch& batch, const VerifyOutput& out);
 int32_t sample_from_probs_ref(const float* p, int vocab, double u);
 
 }  // namespace testbed
+
+// The CUDA kernel (kernels/spec/verify.cu; built with CUDA only): the same
+// rules on device pointers, one block per sequence. Sums run in chunks (in
+// double), so a draw can differ from the reference only when u * total falls
+// within rounding of a token boundary. A draft token outside [0, vocab) is
+// rejected. Returns cudaErrorInvalidValue for a malformed batch.
+#if defined(TESTBED_HAVE_CUDA) || defined(__CUDACC__)
+#include <cuda_runtime_api.h>
+namespace testbed {
+cudaError_t launch_verify(const VerifyBatch& batch, const VerifyOutput& out, bool rejection, cudaStream_t stream);
+
+}  // namespace testbed
+#endif
