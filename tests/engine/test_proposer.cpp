@@ -35,12 +35,12 @@ struct SpecRun {
   std::string invariant_errors;
 };
 
-SpecRun run(const SpecConfig& spec, int num_blocks) {
+SpecRun run(const SpecConfig& spec, int num_blocks, double temperature = 0.0, int max_num_seqs = 6) {
   const ModelConfig model = micro_model();
   EngineConfig cfg;
   cfg.cache.block_size = 8;
   cfg.cache.prefix_cache = true;
-  cfg.scheduler.max_num_seqs = 6;
+  cfg.scheduler.max_num_seqs = max_num_seqs;
   cfg.scheduler.max_batch_tokens = 48;
   cfg.scheduler.chunked_prefill = true;
   cfg.scheduler.chunk_size = 16;
@@ -51,7 +51,13 @@ SpecRun run(const SpecConfig& spec, int num_blocks) {
                             spec, model.vocab_size);
   Engine engine(0, cfg, num_blocks, std::move(exec), &rec);
   SpecRun out;
-  run_virtual(engine, shared_prefix_requests(8, 24, 6, 40, model.vocab_size, 3, 0.02), 0.01,
+  std::vector<Request> requests = shared_prefix_requests(8, 24, 6, 40, model.vocab_size, 3, 0.02);
+  for (Request& r : requests) {
+    r.sampling.temperature = static_cast<float>(temperature);
+    r.sampling.top_k = temperature > 0 ? 20 : 0;
+    r.sampling.seed = 17;
+  }
+  run_virtual(engine, requests, 0.01,
               [&](Engine& e, const Batch&) { out.invariant_errors += e.check_invariants(); });
   out.tokens = outputs_by_id(rec);
   out.summary = summarize(rec, 1, SloConfig{});
@@ -107,6 +113,27 @@ TEST_CASE("greedy outputs are identical with and without the n-gram proposer", "
       CHECK(spec.summary.get("num_steps") < plain.summary.get("num_steps"));
     }
   }
+}
+
+TEST_CASE("sampled outputs are identical with and without the n-gram proposer", "[spec][proposer]") {
+  // The CPU executor verifies a draft by the target's own seeded draw at that
+  // position, so a sampled run with proposals is the sampled run without them.
+  const SpecRun plain = run(SpecConfig{}, 400, 0.9);
+  const SpecRun spec = run(ngram(4), 400, 0.9);
+  CHECK(spec.tokens == plain.tokens);
+  CHECK(spec.drafted > 0);
+  CHECK(spec.summary.get("spec_acceptance_rate") < run(ngram(4), 400).summary.get("spec_acceptance_rate"));
+}
+
+TEST_CASE("spec.max_batch_size turns speculation off in larger batches", "[spec][proposer]") {
+  SpecConfig capped = ngram(4);
+  capped.max_batch_size = 1;
+  // All eight requests at once in batches of up to 6: steps of several sequences never draft.
+  const SpecRun one_at_a_time = run(capped, 400, 0.0, 1);
+  const SpecRun batched = run(capped, 400, 0.0, 6);
+  CHECK(one_at_a_time.drafted > 0);
+  CHECK(batched.drafted < one_at_a_time.drafted);
+  CHECK(batched.tokens == one_at_a_time.tokens);
 }
 
 TEST_CASE("spec config errors name the key", "[spec][proposer]") {
