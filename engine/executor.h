@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,14 @@ class Executor {
   virtual void write_kv_blocks(const std::vector<int32_t>& blocks, const KvBlockData& data);
 };
 
+// One request's speculation as a real run measured it (spec.acceptance =
+// trace:FILE): the share of its decode steps that verified drafts, the drafts
+// such a step carried on average, and the per-token acceptance that explains
+// the share of drafts it accepted.
+struct SpecRequestModel {
+  double acceptance = 0.0, propose_share = 1.0, drafts_per_step = 0.0;
+};
+
 // What every executor is built from.
 struct ExecutorSetup {
   ModelConfig model;
@@ -54,6 +63,8 @@ struct ExecutorSetup {
   int spec_num_tokens = 0, spec_max_batch_size = 0;
   double spec_acceptance = -1.0;
   uint64_t spec_seed = 0;
+  // Per request id, its own speculation instead (spec.acceptance = trace:FILE).
+  std::shared_ptr<const std::unordered_map<int64_t, SpecRequestModel>> spec_per_request;
 };
 
 using ExecutorRegistry = Registry<Executor, const ExecutorSetup&>;

@@ -11,18 +11,28 @@ void SpecConfig::bind(OptionTable& t) {
   method.bind(t);
   t.add("spec.num_tokens", &num_tokens, "tokens drafted per step (k)");
   t.add("spec.max_batch_size", &max_batch_size, "above this many sequences a step decodes plainly (0: no limit)");
-  t.add("spec.acceptance", &acceptance, "simulated executor: fixed:A, each draft token accepted with probability A");
+  t.add("spec.acceptance", &acceptance,
+        "simulated executor: fixed:A (each draft token accepted with probability A) or trace:FILE (each request's "
+        "acceptance from a real run's results.h5)");
+}
+
+std::string SpecConfig::acceptance_trace() const {
+  const std::string head = "trace:";
+  return acceptance.compare(0, head.size(), head) == 0 ? acceptance.substr(head.size()) : std::string();
 }
 
 double SpecConfig::fixed_acceptance() const {
   if (acceptance.empty()) return -1.0;
+  if (acceptance.compare(0, 6, "trace:") == 0) {
+    require(acceptance.size() > 6, "spec.acceptance", "trace: needs a results file (trace:results/RUN/results.h5)");
+    return -1.0;
+  }
   const std::string head = "fixed:";
   double a = -1.0;
   require(acceptance.compare(0, head.size(), head) == 0 && parse_value(acceptance.substr(head.size()), a) && a >= 0 &&
               a <= 1,
           "spec.acceptance",
-          "'" + acceptance + "' is not fixed:A with A in [0, 1] (acceptance recorded from a real run, trace:FILE, is "
-          "not built yet)");
+          "'" + acceptance + "' is not fixed:A with A in [0, 1] or trace:FILE");
   return a;
 }
 

@@ -47,8 +47,11 @@ struct SpecConfig {
   // kept with probability A in [0, 1] ("" for real executors, which verify).
   std::string acceptance;
   bool enabled() const { return method.name != "none"; }
-  // A of "fixed:A"; -1 when acceptance is "".
+  // A of "fixed:A"; -1 when acceptance is "" or trace:FILE.
   double fixed_acceptance() const;
+  // FILE of "trace:FILE" (a results.h5 of a real run of the same workload, whose
+  // /requests spec_drafted, spec_accepted, spec_steps give each request's acceptance); "" otherwise.
+  std::string acceptance_trace() const;
   void bind(OptionTable& table);
   void validate() const;
 };

@@ -303,6 +303,7 @@ void Scheduler::postprocess(const Batch& batch, const StepResult& result, double
       o.num_accepted = n - 1;
       seq.spec_drafted += o.num_draft;
       seq.spec_accepted += o.num_accepted;
+      ++seq.spec_steps;
     }
     for (int i = 0; i < n; ++i) {
       if (tokens[i] < 0) contract_error(seq, "returned a negative token id");

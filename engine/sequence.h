@@ -93,7 +93,7 @@ class Sequence {
     int transfer_blocks = 0, reused_blocks = 0;  // blocks copied / found in the receiver's prefix cache
   } handoff;
   // Speculative decoding: proposed tokens verified, and of those accepted.
-  int spec_drafted = 0, spec_accepted = 0;
+  int spec_drafted = 0, spec_accepted = 0, spec_steps = 0;  // spec_steps: steps that verified drafts
 
  private:
   Request request_;

@@ -4,6 +4,7 @@
 #include "engine/common/rng.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace testbed {
 
@@ -43,6 +44,14 @@ StepResult SimExecutor::execute(const Batch& batch) {
   return r;
 }
 
+const SpecRequestModel& SimExecutor::request_model(int64_t id) const {
+  const auto it = spec_.per_request->find(id);
+  if (it == spec_.per_request->end())
+    throw ConfigError("spec.acceptance: the acceptance trace has no request " + std::to_string(id) +
+                      " (record it from a real run of the same workload)");
+  return it->second;
+}
+
 void SimExecutor::speculate(const Batch& batch, StepResult& out) const {
   // Verify: an item's drafts are its next synthetic tokens; keep a prefix of them.
   out.token_offsets.assign(1, 0);
@@ -54,10 +63,12 @@ void SimExecutor::speculate(const Batch& batch, StepResult& out) const {
     }
     const Sequence& seq = *item.seq;
     int kept = 0;
+    double acceptance = spec_.acceptance;
+    if (spec_.per_request && item.num_draft > 0) acceptance = request_model(seq.id()).acceptance;
     const int first_draft = item.num_computed + item.num_new - item.num_draft;  // position of the first draft
     while (kept < item.num_draft) {
       Rng u(mix_seed(mix_seed(spec_.seed ^ static_cast<uint64_t>(seq.id()), static_cast<uint64_t>(first_draft + kept)), 1));
-      if (u.uniform() >= spec_.acceptance) break;
+      if (u.uniform() >= acceptance) break;
       ++kept;
     }
     const int base = seq.num_output_tokens();
@@ -73,8 +84,17 @@ void SimExecutor::speculate(const Batch& batch, StepResult& out) const {
     const Sequence& seq = *batch.items[i].seq;
     const int next = seq.num_output_tokens() + n;
     const int room = seq.max_output_tokens() - next - 1;
+    int drafts = spec_.num_tokens;
+    if (spec_.per_request && propose && n > 0) {
+      // As the real proposer did for this request: draft at this share of its steps, this many tokens on average.
+      const SpecRequestModel& m = request_model(seq.id());
+      Rng u(mix_seed(mix_seed(spec_.seed ^ static_cast<uint64_t>(seq.id()), static_cast<uint64_t>(next)), 2));
+      const double whole = std::floor(m.drafts_per_step);
+      drafts = u.uniform() < m.propose_share ? static_cast<int>(whole) + (u.uniform() < m.drafts_per_step - whole) : 0;
+      drafts = std::min(drafts, spec_.num_tokens);
+    }
     if (propose && n > 0)
-      for (int j = 0; j < std::min(spec_.num_tokens, room); ++j)
+      for (int j = 0; j < std::min(drafts, room); ++j)
         out.drafts.push_back(synthetic_token(seq.request(), next + j, vocab_size_));
     out.draft_offsets.push_back(static_cast<int32_t>(out.drafts.size()));
   }
@@ -95,6 +115,7 @@ TESTBED_REGISTER(ExecutorRegistry, "sim", [](const ExecutorSetup& s) {
     spec.max_batch_size = s.spec_max_batch_size;
     spec.acceptance = s.spec_acceptance;
     spec.seed = s.spec_seed;
+    spec.per_request = s.spec_per_request;
   }
   return std::make_unique<SimExecutor>(s.cost_model, s.model.vocab_size, spec);
 });

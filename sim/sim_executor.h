@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <unordered_map>
 
 #include "engine/cost_model.h"
 #include "engine/executor.h"
@@ -24,6 +25,9 @@ struct SimSpeculation {
   int max_batch_size = 0;  // above it no drafts (0: no limit)
   double acceptance = 0.0;
   uint64_t seed = 0;
+  // Per request id (spec.acceptance = trace:FILE): how often it drafts, how many
+  // tokens, and its acceptance; a request absent from it is an error.
+  std::shared_ptr<const std::unordered_map<int64_t, SpecRequestModel>> per_request;
 };
 
 class SimExecutor : public Executor {
@@ -36,6 +40,7 @@ class SimExecutor : public Executor {
 
  private:
   void speculate(const Batch& batch, StepResult& out) const;
+  const SpecRequestModel& request_model(int64_t id) const;
   std::shared_ptr<const CostModel> cost_model_;
   int vocab_size_;
   SimSpeculation spec_;

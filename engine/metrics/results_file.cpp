@@ -116,6 +116,28 @@ std::vector<std::vector<ResultsAttr>> read_results_attrs(const std::string& path
   return out;
 }
 
+std::vector<std::vector<double>> read_results_columns(const std::string& path, const std::string& group,
+                                                      const std::vector<std::string>& names) {
+  H5::Exception::dontPrint();
+  std::vector<std::vector<double>> out;
+  try {
+    H5::H5File file(path, H5F_ACC_RDONLY);
+    if (!file.nameExists(group)) throw ConfigError(path + ": no table /" + group);
+    for (const std::string& name : names) {
+      if (!file.nameExists(group + "/" + name)) throw ConfigError(path + ": /" + group + " has no column " + name);
+      H5::DataSet ds = file.openDataSet(group + "/" + name);
+      if (ds.getTypeClass() == H5T_STRING) throw ConfigError(path + ": /" + group + "/" + name + " is not numeric");
+      hsize_t dims[1] = {0};
+      ds.getSpace().getSimpleExtentDims(dims);
+      std::vector<double>& v = out.emplace_back(dims[0]);
+      if (dims[0]) ds.read(v.data(), H5::PredType::NATIVE_DOUBLE);
+    }
+  } catch (const H5::Exception& e) {
+    throw ConfigError(path + ": cannot read results file (" + e.getDetailMsg() + ")");
+  }
+  return out;
+}
+
 std::vector<ResultsAttr> read_results_attrs(const std::string& path, const std::string& group) {
   return read_results_attrs(path, std::vector<std::string>{group}).front();
 }
@@ -170,6 +192,7 @@ void ResultsFile::write_requests(const std::vector<RequestRecord>& unsorted) {
   if (std::any_of(r.begin(), r.end(), [](const R& x) { return x.spec_drafted > 0; })) {
     add_column("requests", "spec_drafted", column<int32_t>(r, [](const R& x) { return x.spec_drafted; }));
     add_column("requests", "spec_accepted", column<int32_t>(r, [](const R& x) { return x.spec_accepted; }));
+    add_column("requests", "spec_steps", column<int32_t>(r, [](const R& x) { return x.spec_steps; }));
   }
   // Disaggregated runs only (a unified run's file is unchanged).
   if (std::none_of(r.begin(), r.end(), [](const R& x) { return x.prefill_instance >= 0; })) return;

@@ -39,6 +39,11 @@ std::vector<ResultsAttr> read_results_attrs(const std::string& path, const std::
 // The attributes of several groups, the file opened once; a missing group is an error.
 std::vector<std::vector<ResultsAttr>> read_results_attrs(const std::string& path, const std::vector<std::string>& groups);
 
+// The numeric columns `names` of table `group` (as doubles), the file opened once.
+// Throws ConfigError naming the file, the group or the column when one is missing.
+std::vector<std::vector<double>> read_results_columns(const std::string& path, const std::string& group,
+                                                      const std::vector<std::string>& names);
+
 class ResultsFile {
  public:
   explicit ResultsFile(const std::string& path);

@@ -64,6 +64,7 @@ void RunRecorder::on_finish(int instance, const Sequence& seq, double t) {
   r.preemptions = seq.num_preemptions;
   r.spec_drafted = seq.spec_drafted;
   r.spec_accepted = seq.spec_accepted;
+  r.spec_steps = seq.spec_steps;
   const Sequence::HandOffLog& h = seq.handoff;
   if (h.prefill_instance >= 0) {
     ++num_handoffs_;

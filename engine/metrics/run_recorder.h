@@ -21,7 +21,7 @@ struct RequestRecord {
   double handoff_wait_s = 0, transfer_s = 0;
   int64_t transfer_bytes = 0;
   int32_t transfer_blocks = 0, reused_blocks = 0;
-  int32_t spec_drafted = 0, spec_accepted = 0;  // speculative decoding: proposed tokens verified / accepted
+  int32_t spec_drafted = 0, spec_accepted = 0, spec_steps = 0;  // speculative decoding: drafts verified / accepted, steps
   double ttft_s() const { return first_token_s - arrival_s; }
   double e2e_s() const { return finish_s - arrival_s; }
   // Time per output token after the first; NaN for one-token outputs.

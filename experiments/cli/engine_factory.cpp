@@ -1,12 +1,54 @@
 #include "experiments/cli/engine_factory.h"
 
+#include <cmath>
+
 #include "engine/common/config_error.h"
+#include "engine/metrics/results_file.h"
 #include "sim/hardware_spec.h"
 #include "sim/memory_planner.h"
 #include "sim/pool.h"
 #include "sim/sim_executor.h"
 
 namespace testbed {
+namespace {
+
+// The per-token acceptance A that explains a request's measured share of
+// drafts accepted r, when each step drafted k̄ tokens on average and the
+// verifier keeps drafts in turn with probability A until the first rejection:
+//   r = (A + A^2 + ... + A^k̄) / k̄ = A (1 - A^k̄) / ((1 - A) k̄),  solved by bisection.
+double acceptance_for_share(double r, double k_bar) {
+  if (r <= 0) return 0.0;
+  if (r >= 1) return 1.0;
+  double lo = 0.0, hi = 1.0;
+  for (int i = 0; i < 60; ++i) {
+    const double a = 0.5 * (lo + hi);
+    const double share = a * (1 - std::pow(a, k_bar)) / ((1 - a) * k_bar);
+    (share < r ? lo : hi) = a;
+  }
+  return 0.5 * (lo + hi);
+}
+
+}  // namespace
+
+std::shared_ptr<const std::unordered_map<int64_t, SpecRequestModel>> acceptance_from_run(const std::string& path,
+                                                                                      int k) {
+  const auto cols = read_results_columns(path, "requests",
+                                         {"id", "spec_drafted", "spec_accepted", "spec_steps", "output_tokens"});
+  auto out = std::make_shared<std::unordered_map<int64_t, SpecRequestModel>>();
+  for (size_t i = 0; i < cols[0].size(); ++i) {
+    const double drafted = cols[1][i], accepted = cols[2][i], steps = cols[3][i], output = cols[4][i];
+    SpecRequestModel m;
+    // Decode steps: every output token after the first came from one, accepted drafts aside.
+    const double decode_steps = std::max(1.0, output - 1 - accepted);
+    m.propose_share = std::min(1.0, steps / decode_steps);
+    m.drafts_per_step = steps > 0 ? drafted / steps : 0.0;
+    m.acceptance = drafted > 0 ? acceptance_for_share(accepted / drafted, std::max(1.0, m.drafts_per_step)) : 0.0;
+    (*out)[static_cast<int64_t>(cols[0][i])] = m;
+  }
+  (void)k;
+  return out;
+}
+
 namespace {
 
 // Engine config, capacity and cost model from one set of scheduler/cache/cost_model keys.
@@ -41,6 +83,11 @@ InstanceSetup prepare_instances(const RunConfig& config, const ModelConfig& mode
     s.executor.spec_max_batch_size = config.spec.max_batch_size;
     s.executor.spec_acceptance = config.spec.fixed_acceptance();
     s.executor.spec_seed = config.sampling.seed;
+    const std::string trace = config.spec.acceptance_trace();
+    if (!trace.empty()) {
+      s.executor.spec_per_request = acceptance_from_run(require_file("spec.acceptance", trace), config.spec.num_tokens);
+      s.executor.spec_acceptance = 0.0;  // on; each request's own comes from the map
+    }
   }
   return s;
 }

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/engine.h"
@@ -34,6 +35,12 @@ struct RunSetup : InstanceSetup {
 };
 
 RunSetup prepare_run(const RunConfig& config);
+// Each request's per-token acceptance (request id -> A) from a real run's
+// results.h5 (/requests spec_drafted, spec_accepted, spec_steps): the A whose
+// stop-at-first-rejection verification gives the measured share of drafts
+// accepted (spec.acceptance = trace:FILE). ConfigError naming the file or column.
+std::shared_ptr<const std::unordered_map<int64_t, SpecRequestModel>> acceptance_from_run(const std::string& path,
+                                                                                      int k);
 // The configured executor (executor.kind), timed by the cost model with executor.timing = cost_model.
 std::unique_ptr<Executor> make_executor(const RunConfig& config, const InstanceSetup& setup);
 
