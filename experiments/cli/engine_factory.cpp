@@ -30,8 +30,7 @@ double acceptance_for_share(double r, double k_bar) {
 
 }  // namespace
 
-std::shared_ptr<const std::unordered_map<int64_t, SpecRequestModel>> acceptance_from_run(const std::string& path,
-                                                                                      int k) {
+std::shared_ptr<const std::unordered_map<int64_t, SpecRequestModel>> acceptance_from_run(const std::string& path) {
   const auto cols = read_results_columns(path, "requests",
                                          {"id", "spec_drafted", "spec_accepted", "spec_steps", "output_tokens"});
   auto out = std::make_shared<std::unordered_map<int64_t, SpecRequestModel>>();
@@ -45,7 +44,6 @@ std::shared_ptr<const std::unordered_map<int64_t, SpecRequestModel>> acceptance_
     m.acceptance = drafted > 0 ? acceptance_for_share(accepted / drafted, std::max(1.0, m.drafts_per_step)) : 0.0;
     (*out)[static_cast<int64_t>(cols[0][i])] = m;
   }
-  (void)k;
   return out;
 }
 
@@ -85,7 +83,7 @@ InstanceSetup prepare_instances(const RunConfig& config, const ModelConfig& mode
     s.executor.spec_seed = config.sampling.seed;
     const std::string trace = config.spec.acceptance_trace();
     if (!trace.empty()) {
-      s.executor.spec_per_request = acceptance_from_run(require_file("spec.acceptance", trace), config.spec.num_tokens);
+      s.executor.spec_per_request = acceptance_from_run(require_file("spec.acceptance", trace));
       s.executor.spec_acceptance = 0.0;  // on; each request's own comes from the map
     }
   }

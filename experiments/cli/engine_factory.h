@@ -39,8 +39,7 @@ RunSetup prepare_run(const RunConfig& config);
 // results.h5 (/requests spec_drafted, spec_accepted, spec_steps): the A whose
 // stop-at-first-rejection verification gives the measured share of drafts
 // accepted (spec.acceptance = trace:FILE). ConfigError naming the file or column.
-std::shared_ptr<const std::unordered_map<int64_t, SpecRequestModel>> acceptance_from_run(const std::string& path,
-                                                                                      int k);
+std::shared_ptr<const std::unordered_map<int64_t, SpecRequestModel>> acceptance_from_run(const std::string& path);
 // The configured executor (executor.kind), timed by the cost model with executor.timing = cost_model.
 std::unique_ptr<Executor> make_executor(const RunConfig& config, const InstanceSetup& setup);
 
