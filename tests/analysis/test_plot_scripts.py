@@ -340,6 +340,66 @@ class PlotScriptsTest(unittest.TestCase):
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("run papers/splitwise/run.sh first", p.stderr)
 
+    def test_speculative_decoding_plot(self):
+        res, out = os.path.join(self.tmp.name, "spec"), os.path.join(self.tmp.name, "png")
+        # Tokens per step: measured exactly the closed form at 4,096 tokens, 1.9 at 64 for A = 0.5, k = 4.
+        keys = ["spec.acceptance", "spec.num_tokens", "workload.output_tokens"]
+        points = [{keys[0]: f"fixed:{a}", keys[1]: float(k), keys[2]: float(n)}
+                  for a in [0.5, 0.9] for k in [1, 4] for n in [4096, 64]]
+        folder = os.path.join(res, "tokens_per_step")
+        write_sweep(folder, keys, points)
+
+        def tps(p):
+            a, k = float(p[keys[0]].split(":")[1]), p[keys[1]]
+            return (1 - a ** (k + 1)) / (1 - a) if p[keys[2]] == 4096 else (1.9 if (a, k) == (0.5, 4) else 1.5)
+        self.write_table(folder, "points", {"spec_tokens_per_step": [tps(p) for p in points],
+                                            "spec_acceptance_rate": [0.234] * len(points)})
+        # CPU: plain 2.0 / 2.2 s, k = 4 0.8 / 1.0 s in the two repetitions -> 2.50x and 2.20x.
+        keys = ["sampling.temperature", "workload.num_requests", "spec.method", "spec.num_tokens"]
+        points = [{keys[0]: t, keys[1]: n, keys[2]: m, keys[3]: 4.0}
+                  for t, n in [(0.0, 1.0), (1.0, 1.0), (0.0, 16.0)] for m in ["none", "ngram"]]
+        for rep, (plain, spec) in enumerate([(2.0, 0.8), (2.2, 1.0)], 1):
+            folder = os.path.join(res, "cpu", f"rep{rep}")
+            write_sweep(folder, keys, points, seed=rep, runs=True, steps=True)
+            self.write_table(folder, "points", {
+                "duration_s": [plain if p[keys[2]] == "none" else spec for p in points],
+                "spec_tokens_per_step": [float("nan") if p[keys[2]] == "none" else 3.0 for p in points],
+                "spec_acceptance_rate": [float("nan") if p[keys[2]] == "none" else 0.88 for p in points]})
+        # Batch: 8B only; A = 0.7 gains 2.8x at batch 1 and loses (0.8x) at 256 -> crossover 2^7.2 = 147.
+        plain = {1.0: (0.007, 140.0), 256.0: (0.016, 14000.0)}
+        write_sweep(os.path.join(res, "batch_8b_plain"), ["scheduler.max_num_seqs"],
+                    [{"scheduler.max_num_seqs": b} for b in plain],
+                    metrics=lambda i, p: {"tpot_mean_s": plain[p["scheduler.max_num_seqs"]][0],
+                                          "throughput_tok_s": plain[p["scheduler.max_num_seqs"]][1]})
+        keys = ["scheduler.max_num_seqs", "spec.acceptance", "spec.max_batch_size"]
+        speedup = {(1.0, "fixed:0.7", 0.0): 2.8, (256.0, "fixed:0.7", 0.0): 0.8}
+        points = [{keys[0]: b, keys[1]: a, keys[2]: g} for b in plain
+                  for a, g in [("fixed:0.5", 0.0), ("fixed:0.7", 0.0), ("fixed:0.7", 128.0)]]
+
+        def metrics(i, p):
+            s = speedup.get((p[keys[0]], p[keys[1]], p[keys[2]]), 1.0)
+            t, thr = plain[p[keys[0]]]
+            return {"tpot_mean_s": t / s, "throughput_tok_s": thr * s}
+        write_sweep(os.path.join(res, "batch_8b"), keys, points, metrics=metrics)
+        p = run_script("papers/speculative-decoding/plot.py", "--results", res, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFiles(out, ["tokens_per_step.png", "cpu.png", "batch.png", "frontier.png"])
+        self.assertIn("| 0.5 | 4 | 1.938 | 1.938 (+0.0%) |", p.stdout)
+        self.assertIn("| 1.900 (-1.9%) | 1.912 (-0.6%) |", p.stdout)  # 64 tokens: the closed form, the capped one
+        self.assertIn("| 1 request, greedy (output loops) | 4 | 3.00 | 0.88 | 0.80–1.00 |", p.stdout)
+        self.assertIn("| 2.20×–2.50× |", p.stdout)
+        self.assertIn("| 16 requests, greedy | plain |", p.stdout)
+        self.assertIn("1–32 positions", p.stdout)  # the step times by GEMM tile, from the points' /steps
+        self.assertIn("| 1 | 7.00 ms | 140 | 1.00× / 1.00× | 2.80× / 2.80× | 1.00× / 1.00× |", p.stdout)
+        self.assertIn("| Llama-3.1-8B, 1×H100 | none to 256 (lowest 1.00×) | ≈ 147 (lowest 0.80×) |", p.stdout)
+        self.assertNotIn("**Llama-3.1-70B", p.stdout)  # no 70B sweep
+        # The draft model's memory, arithmetic from the model and hardware files (testbed roofline: 28020 blocks).
+        self.assertIn("| Llama-3.1-8B, 1×H100 | 2.30 GiB (2.47 GB) | 128 + 32 KiB | 28,020 | "
+                      "26,841 (−1,179, 4.2%) | 21,473 (−23.4%) | 538 → 412 |", p.stdout)
+        p = run_script("papers/speculative-decoding/plot.py", "--results", os.path.join(self.tmp.name, "none"),
+                       "--out", out)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("run papers/speculative-decoding/run.sh first", p.stderr)
 
 
 if __name__ == "__main__":
