@@ -60,24 +60,25 @@ StepResult SpeculativeExecutor::execute(const Batch& batch) {
       context_.assign(seq.tokens().begin(), seq.tokens().end());
       context_.insert(context_.end(), r.tokens_of(i), r.tokens_of(i) + n);
       const int room = seq.max_output_tokens() - seq.num_output_tokens() - n - 1;  // the last token is never a draft
-      if (room > 0) proposer_->propose(context_, std::min(k_, room), r.drafts);
+      if (room > 0) proposer_->propose(seq.id(), context_, std::min(k_, room), r.drafts);
     }
     r.draft_offsets.push_back(static_cast<int32_t>(r.drafts.size()));
   }
   return r;
 }
 
-std::unique_ptr<Executor> with_proposer(std::unique_ptr<Executor> inner, const SpecConfig& spec, int vocab_size) {
+std::unique_ptr<Executor> with_proposer(std::unique_ptr<Executor> inner, const SpecConfig& spec,
+                                        const ProposerSetup& setup) {
   if (!spec.enabled()) return inner;
-  return std::make_unique<SpeculativeExecutor>(std::move(inner), spec.method.create(ProposerSetup{vocab_size}),
-                                               spec.num_tokens, spec.max_batch_size);
+  return std::make_unique<SpeculativeExecutor>(std::move(inner), spec.method.create(setup), spec.num_tokens,
+                                               spec.max_batch_size);
 }
 
 namespace {
 
 class NoProposer : public Proposer {
  public:
-  void propose(const std::vector<int32_t>&, int, std::vector<int32_t>&) override {}
+  void propose(int64_t, const std::vector<int32_t>&, int, std::vector<int32_t>&) override {}
 };
 
 struct NgramParams : ParamsOf<NgramParams> {
@@ -95,7 +96,7 @@ struct NgramParams : ParamsOf<NgramParams> {
 class NgramProposer : public Proposer {
  public:
   explicit NgramProposer(const NgramParams& p) : min_(p.ngram_min), max_(p.ngram_max) {}
-  void propose(const std::vector<int32_t>& c, int k, std::vector<int32_t>& out) override {
+  void propose(int64_t, const std::vector<int32_t>& c, int k, std::vector<int32_t>& out) override {
     const int len = static_cast<int>(c.size());
     for (int n = std::min(max_, len - 1); n >= min_; --n) {
       const int32_t* suffix = c.data() + len - n;

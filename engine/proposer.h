@@ -7,6 +7,9 @@
 //   ngram  prompt lookup: the longest suffix of n tokens (spec.ngram_max down to
 //          spec.ngram_min) that occurred earlier in the sequence proposes what
 //          followed its latest earlier occurrence
+//   draft  a smaller Llama-family model (spec.draft_config, spec.draft_weights)
+//          on its own CPU executor and paged KV cache drafts greedily; its KV
+//          follows the target's accept/rollback (engine/draft_proposer.cpp)
 //
 // SpeculativeExecutor wraps any executor with one; the engine schedules the
 // drafts (counted against max_batch_tokens), rolls back the rejected ones and
@@ -29,13 +32,17 @@ class OptionTable;
 class Proposer {
  public:
   virtual ~Proposer() = default;
-  // Appends to `out` up to k tokens to follow `context` (the sequence's tokens,
-  // including the one this step sampled).
-  virtual void propose(const std::vector<int32_t>& context, int k, std::vector<int32_t>& out) = 0;
+  // Appends to `out` up to k tokens to follow `context` (sequence seq_id's
+  // tokens, including the one this step sampled). A proposer that keeps state
+  // per sequence (a draft model's KV) keys it by seq_id.
+  virtual void propose(int64_t seq_id, const std::vector<int32_t>& context, int k, std::vector<int32_t>& out) = 0;
 };
 
 struct ProposerSetup {
-  int vocab_size = 0;
+  int vocab_size = 0;        // the target's (a draft model must share it)
+  int block_size = 16;       // the target's KV block size (a draft model's cache uses it too)
+  int num_blocks = 0;        // the target's KV blocks (a draft model's default)
+  int max_model_len = 4096;
 };
 using ProposerRegistry = Registry<Proposer, const ProposerSetup&>;
 
@@ -75,6 +82,7 @@ class SpeculativeExecutor : public Executor {
 };
 
 // spec.method = none: `inner` itself; else `inner` wrapped in a SpeculativeExecutor.
-std::unique_ptr<Executor> with_proposer(std::unique_ptr<Executor> inner, const SpecConfig& spec, int vocab_size);
+std::unique_ptr<Executor> with_proposer(std::unique_ptr<Executor> inner, const SpecConfig& spec,
+                                        const ProposerSetup& setup);
 
 }  // namespace testbed

@@ -112,7 +112,14 @@ RunSetup prepare_run(const RunConfig& config) {
 
 std::unique_ptr<Executor> make_executor(const RunConfig& config, const InstanceSetup& s) {
   std::unique_ptr<Executor> exec = config.executor.kind.create(s.executor);
-  if (config.executor.kind.name != "sim") exec = with_proposer(std::move(exec), config.spec, s.executor.model.vocab_size);
+  if (config.executor.kind.name != "sim") {
+    ProposerSetup ps;
+    ps.vocab_size = s.executor.model.vocab_size;
+    ps.block_size = s.executor.block_size;
+    ps.num_blocks = s.executor.num_blocks;
+    ps.max_model_len = s.executor.max_model_len;
+    exec = with_proposer(std::move(exec), config.spec, ps);
+  }
   if (config.executor.timing == "cost_model" && config.executor.kind.name != "sim")
     exec = std::make_unique<CostTimedExecutor>(std::move(exec), s.cost_model);
   return exec;

@@ -4,6 +4,10 @@
 // budget that forces preemption; the cache invariants hold after every step;
 // the proposer's lookup; the acceptance metrics.
 #include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "engine/common/option_table.h"
 #include "engine/cpu_executor.h"
@@ -48,7 +52,7 @@ SpecRun run(const SpecConfig& spec, int num_blocks, double temperature = 0.0, in
   RunRecorder rec(true, true);
   auto exec = with_proposer(std::make_unique<CpuExecutor>(model, make_dummy_weights(model, 5), num_blocks,
                                                           cfg.cache.block_size, cfg.max_model_len),
-                            spec, model.vocab_size);
+                            spec, ProposerSetup{model.vocab_size, cfg.cache.block_size, num_blocks, cfg.max_model_len});
   Engine engine(0, cfg, num_blocks, std::move(exec), &rec);
   SpecRun out;
   std::vector<Request> requests = shared_prefix_requests(8, 24, 6, 40, model.vocab_size, 3, 0.02);
@@ -71,23 +75,23 @@ TEST_CASE("the n-gram proposer proposes what followed the longest earlier match"
   auto p = ngram(3, 1, 3).method.create(ProposerSetup{100});
   std::vector<int32_t> out;
   // Suffix (7, 8) occurred at 1..2; what followed it: 9, 4, 7.
-  p->propose({5, 7, 8, 9, 4, 7, 8}, 3, out);
+  p->propose(0, {5, 7, 8, 9, 4, 7, 8}, 3, out);
   CHECK(out == std::vector<int32_t>{9, 4, 7});
   // The latest earlier occurrence wins, and proposals stop at the sequence's end.
   out.clear();
-  p->propose({1, 2, 6, 1, 2, 3, 1, 2}, 4, out);
+  p->propose(0, {1, 2, 6, 1, 2, 3, 1, 2}, 4, out);
   CHECK(out == std::vector<int32_t>{3, 1, 2});
   // A repeating token proposes itself again.
   out.clear();
-  p->propose({4, 4, 4}, 2, out);
+  p->propose(0, {4, 4, 4}, 2, out);
   CHECK(out == std::vector<int32_t>{4});
   // No earlier occurrence of any suffix of 1..3 tokens: nothing.
   out.clear();
-  p->propose({1, 2, 3, 4}, 3, out);
+  p->propose(0, {1, 2, 3, 4}, 3, out);
   CHECK(out.empty());
   // ngram_min = 2 ignores one-token matches.
   out.clear();
-  ngram(3, 2, 3).method.create(ProposerSetup{100})->propose({9, 1, 5, 1}, 3, out);
+  ngram(3, 2, 3).method.create(ProposerSetup{100})->propose(0, {9, 1, 5, 1}, 3, out);
   CHECK(out.empty());
 }
 
@@ -134,6 +138,60 @@ TEST_CASE("spec.max_batch_size turns speculation off in larger batches", "[spec]
   CHECK(one_at_a_time.drafted > 0);
   CHECK(batched.drafted < one_at_a_time.drafted);
   CHECK(batched.tokens == one_at_a_time.tokens);
+}
+
+namespace {
+
+// The micro model's config.json (support/engine_harness.h), and a smaller draft of it.
+std::string write_json(const std::string& name, int layers, int hidden) {
+  const std::string path = (std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".json")).string();
+  std::ofstream(path) << "{\"hidden_size\": " << hidden << ", \"intermediate_size\": " << hidden * 2
+                      << ", \"num_hidden_layers\": " << layers
+                      << ", \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"vocab_size\": 512, "
+                         "\"max_position_embeddings\": 1024, \"initializer_range\": 0.1}";
+  return path;
+}
+
+SpecConfig draft(int k, const std::string& config, uint64_t seed) {
+  SpecConfig spec;
+  set_options(spec, {{"spec.method", "draft"},
+                     {"spec.num_tokens", std::to_string(k)},
+                     {"spec.draft_config", config},
+                     {"spec.draft_seed", std::to_string(seed)}});
+  spec.validate();
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("a draft model proposes, its KV follows the target's accept and rollback", "[spec][proposer]") {
+  // The target itself as the draft (same config, same weights): every draft is
+  // the target's own greedy choice, so all are accepted; a smaller random
+  // draft is mostly wrong. Either way the outputs are the target's.
+  const std::string same = write_json("micro_same", 2, 64), small = write_json("micro_draft", 1, 32);
+  for (const int blocks : {400, 24}) {
+    const SpecRun plain = run(SpecConfig{}, blocks);
+    for (const int k : {1, 3, 5}) {
+      INFO("k = " << k << ", " << blocks << " blocks");
+      const SpecRun perfect = run(draft(k, same, 5), blocks);
+      CHECK(perfect.tokens == plain.tokens);
+      CHECK(perfect.invariant_errors.empty());
+      CHECK(perfect.summary.get("spec_acceptance_rate") == 1.0);
+      const SpecRun weak = run(draft(k, small, 9), blocks);
+      CHECK(weak.tokens == plain.tokens);
+      CHECK(weak.drafted > 0);
+      CHECK(weak.summary.get("spec_acceptance_rate") < perfect.summary.get("spec_acceptance_rate"));
+    }
+  }
+  // A draft whose vocabulary differs is an error naming the key.
+  const std::string other = (std::filesystem::temp_directory_path() / "micro_vocab.json").string();
+  std::ofstream(other) << "{\"hidden_size\": 32, \"intermediate_size\": 64, \"num_hidden_layers\": 1, "
+                          "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"vocab_size\": 300, "
+                          "\"max_position_embeddings\": 1024}";
+  CHECK_THROWS_WITH(run(draft(2, other, 1), 400), Catch::Contains("spec.draft_config"));
+  SpecConfig none;
+  set_options(none, {{"spec.method", "draft"}});
+  CHECK_THROWS_WITH(none.validate(), Catch::Contains("spec.draft_config"));
 }
 
 TEST_CASE("spec config errors name the key", "[spec][proposer]") {
