@@ -137,4 +137,9 @@ TESTBED_REGISTER(ProposerRegistry, "draft", [](const DraftParams& p, const Propo
 });
 
 }  // namespace
+
+std::string draft_config_path(const SpecConfig& spec) {
+  return dynamic_cast<const DraftParams&>(spec.method.params("draft")).config;
+}
+
 }  // namespace testbed

@@ -63,6 +63,8 @@ struct ExecutorSetup {
   int spec_num_tokens = 0, spec_max_batch_size = 0;
   double spec_acceptance = -1.0;
   uint64_t spec_seed = 0;
+  // The draft model's cost model (spec.method = draft in simulation): its k steps are added to each step.
+  std::shared_ptr<const CostModel> spec_draft_cost_model;
   // Per request id, its own speculation instead (spec.acceptance = trace:FILE).
   std::shared_ptr<const std::unordered_map<int64_t, SpecRequestModel>> spec_per_request;
 };

@@ -81,6 +81,9 @@ class SpeculativeExecutor : public Executor {
   std::vector<int32_t> context_;
 };
 
+// spec.draft_config of `spec` (the draft model's config.json; "" unless set).
+std::string draft_config_path(const SpecConfig& spec);
+
 // spec.method = none: `inner` itself; else `inner` wrapped in a SpeculativeExecutor.
 std::unique_ptr<Executor> with_proposer(std::unique_ptr<Executor> inner, const SpecConfig& spec,
                                         const ProposerSetup& setup);

@@ -51,13 +51,15 @@ double kv_bytes_per_token_per_gpu(const ModelConfig& m, int tp) {
 }
 
 int kv_blocks_from_memory(const HardwareSpec& hw, const ModelConfig& model, int block_size, double fraction,
-                          int tensor_parallel) {
+                          int tensor_parallel, const ModelConfig* draft) {
   require(block_size >= 1, "cache.block_size", "must be >= 1");
   require(std::isfinite(fraction) && fraction > 0 && fraction <= 1, "cache.gpu_memory_fraction", "must be in (0, 1]");
   const double gib = 1024.0 * 1024.0 * 1024.0;
-  const double weights = weight_bytes_per_gpu(model, tensor_parallel);
+  const double weights =
+      weight_bytes_per_gpu(model, tensor_parallel) + (draft ? weight_bytes_per_gpu(*draft, tensor_parallel) : 0.0);
   const double budget = hw.memory_bytes() * fraction - hw.reserve_gib * gib;
-  const double per_block = block_size * kv_bytes_per_token_per_gpu(model, tensor_parallel);
+  const double per_block = block_size * (kv_bytes_per_token_per_gpu(model, tensor_parallel) +
+                                         (draft ? kv_bytes_per_token_per_gpu(*draft, tensor_parallel) : 0.0));
   const double blocks = std::floor((budget - weights) / per_block);
   if (blocks < 1) {
     char msg[400];

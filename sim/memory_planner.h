@@ -34,6 +34,9 @@ int activation_bytes(const ModelConfig& model);
 // Throws ConfigError naming cache.gpu_memory_fraction when nothing is left for KV
 // (and cache.block_size / cost_model.tensor_parallel for bad arguments).
 int kv_blocks_from_memory(const HardwareSpec& hardware, const ModelConfig& model, int block_size,
-                          double gpu_memory_fraction, int tensor_parallel);
+                          double gpu_memory_fraction, int tensor_parallel, const ModelConfig* draft = nullptr);
+// (With `draft`, a speculative draft model shares the GPUs: its weights come off
+// the budget too, and each block holds the draft's K/V beside the target's,
+// the draft getting as many blocks as the target, as vLLM gives it.)
 
 }  // namespace testbed

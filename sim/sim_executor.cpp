@@ -100,11 +100,29 @@ void SimExecutor::speculate(const Batch& batch, StepResult& out) const {
   }
 }
 
+double SimExecutor::draft_seconds(const Batch& batch, const StepResult& out) const {
+  // The draft catches up on each drafting sequence's new tokens in one step, then decodes the rest.
+  StepShape catch_up, decode;
+  int rounds = 0;
+  for (int i = 0; i < batch.num_seqs(); ++i) {
+    const int drafts = out.num_drafts(i);
+    if (drafts == 0) continue;
+    const ScheduledSeq& item = batch.items[i];
+    const int context = item.num_computed + item.num_new - item.num_draft;  // tokens the target had before this step
+    catch_up.push_back(SeqShape{context, out.num_tokens(i), true, true, 0});
+    decode.push_back(SeqShape{context + out.num_tokens(i), 1, true, true, 0});
+    rounds = std::max(rounds, drafts - 1);
+  }
+  if (catch_up.empty()) return 0.0;
+  return spec_.draft_cost_model->predict(catch_up) + rounds * spec_.draft_cost_model->predict(decode);
+}
+
 void SimExecutor::execute(const Batch& batch, StepResult& out) {
   synthetic_tokens(batch, vocab_size_, out);
   if (spec_.num_tokens > 0) speculate(batch, out);
   shape_of(batch, shape_);
   out.duration_s = cost_model_->predict(shape_);
+  if (spec_.draft_cost_model) out.duration_s += draft_seconds(batch, out);
 }
 
 TESTBED_REGISTER(ExecutorRegistry, "sim", [](const ExecutorSetup& s) {
@@ -116,6 +134,7 @@ TESTBED_REGISTER(ExecutorRegistry, "sim", [](const ExecutorSetup& s) {
     spec.acceptance = s.spec_acceptance;
     spec.seed = s.spec_seed;
     spec.per_request = s.spec_per_request;
+    spec.draft_cost_model = s.spec_draft_cost_model;
   }
   return std::make_unique<SimExecutor>(s.cost_model, s.model.vocab_size, spec);
 });

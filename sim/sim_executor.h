@@ -25,6 +25,10 @@ struct SimSpeculation {
   int max_batch_size = 0;  // above it no drafts (0: no limit)
   double acceptance = 0.0;
   uint64_t seed = 0;
+  // The draft model's steps (spec.method = draft): after each target step, the
+  // sequences that draft run one step over their new tokens and k - 1 one-token
+  // steps, priced by this cost model and added to the step (null: drafting is free).
+  std::shared_ptr<const CostModel> draft_cost_model;
   // Per request id (spec.acceptance = trace:FILE): how often it drafts, how many
   // tokens, and its acceptance; a request absent from it is an error.
   std::shared_ptr<const std::unordered_map<int64_t, SpecRequestModel>> per_request;
@@ -41,6 +45,7 @@ class SimExecutor : public Executor {
  private:
   void speculate(const Batch& batch, StepResult& out) const;
   const SpecRequestModel& request_model(int64_t id) const;
+  double draft_seconds(const Batch& batch, const StepResult& out) const;
   std::shared_ptr<const CostModel> cost_model_;
   int vocab_size_;
   SimSpeculation spec_;

@@ -58,6 +58,11 @@ InstanceSetup prepare_instances(const RunConfig& config, const ModelConfig& mode
   require(s.engine.max_model_len > 0, "model.max_model_len", "must be positive");
   if (!cost.hardware.empty()) require_file("cost_model.hardware", cost.hardware);
   if (config.needs_cost_model()) s.cost_model = make_cost_model(cost, model);
+  // A draft model (spec.method = draft) shares the device: its weights and KV, and in simulation its steps.
+  std::unique_ptr<ModelConfig> draft;
+  if (config.spec.method.name == "draft")
+    draft = std::make_unique<ModelConfig>(
+        ModelConfig::from_json_file(require_file("spec.draft_config", draft_config_path(config.spec))));
   s.num_blocks = engine.cache.num_blocks;
   if (s.num_blocks == 0) {
     // A simulated GPU: the KV cache gets the device memory the weights leave.
@@ -65,7 +70,7 @@ InstanceSetup prepare_instances(const RunConfig& config, const ModelConfig& mode
             "must be set, or derived from memory with cost_model.hardware (a hardware spec)");
     const HardwareSpec hw = HardwareSpec::from_ini_file(cost.hardware);
     s.num_blocks = kv_blocks_from_memory(hw, model, s.engine.cache.block_size, s.engine.cache.gpu_memory_fraction,
-                                         cost.tensor_parallel);
+                                         cost.tensor_parallel, draft.get());
   }
   s.tensor_parallel = cost.tensor_parallel;
   s.hardware = cost.hardware;
@@ -81,6 +86,7 @@ InstanceSetup prepare_instances(const RunConfig& config, const ModelConfig& mode
     s.executor.spec_max_batch_size = config.spec.max_batch_size;
     s.executor.spec_acceptance = config.spec.fixed_acceptance();
     s.executor.spec_seed = config.sampling.seed;
+    if (draft) s.executor.spec_draft_cost_model = make_cost_model(cost, *draft);
     const std::string trace = config.spec.acceptance_trace();
     if (!trace.empty()) {
       s.executor.spec_per_request = acceptance_from_run(require_file("spec.acceptance", trace));

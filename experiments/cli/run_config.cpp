@@ -93,9 +93,6 @@ void RunConfig::validate() const {
   slo.validate();
   spec.validate();
   const bool sim = executor.kind.name == "sim";
-  require(!(sim && spec.method.name == "draft"), "spec.method",
-          "the simulator does not model a draft model's steps yet: simulate with spec.method = ngram and a "
-          "spec.acceptance (fixed:A or trace:FILE)");
   require(!(spec.enabled() && sim && spec.acceptance.empty()), "spec.acceptance",
           "the simulated executor needs an acceptance model with spec.method: fixed:A (each draft token kept with "
           "probability A)");

@@ -420,7 +420,7 @@ def memory(hardware, target, tp, draft, draft_tp, block=16, fraction=0.9, tokens
 
 def draft_memory():
     hw = os.path.join(ROOT, "experiments", "hardware", "h100-sxm.ini")
-    draft = os.path.join(HERE, "llama-3.2-1b.json")
+    draft = os.path.join(ROOT, "experiments", "models", "llama-3.2-1b.json")
     cases = [("Llama-3.1-8B, 1×H100", os.path.join(ROOT, "experiments", "models", "llama-3.1-8b.json"), 1, 1),
              ("Llama-3.1-70B, TP4 (draft sharded TP4)", os.path.join(ROOT, "experiments", "models",
                                                                       "llama-3.1-70b.json"), 4, 4),
