@@ -56,6 +56,8 @@ void SimExecutor::speculate(const Batch& batch, StepResult& out) const {
   // Verify: an item's drafts are its next synthetic tokens; keep a prefix of them.
   out.token_offsets.assign(1, 0);
   out.tokens.clear();
+  out.prob_offsets.clear();
+  out.probs.clear();
   for (const ScheduledSeq& item : batch.items) {
     if (!item.samples()) {
       out.add_none();
@@ -118,8 +120,10 @@ double SimExecutor::draft_seconds(const Batch& batch, const StepResult& out) con
 }
 
 void SimExecutor::execute(const Batch& batch, StepResult& out) {
-  synthetic_tokens(batch, vocab_size_, out);
-  if (spec_.num_tokens > 0) speculate(batch, out);
+  if (spec_.num_tokens > 0)
+    speculate(batch, out);  // builds the tokens itself (accepted drafts, then one)
+  else
+    synthetic_tokens(batch, vocab_size_, out);
   shape_of(batch, shape_);
   out.duration_s = cost_model_->predict(shape_);
   if (spec_.draft_cost_model) out.duration_s += draft_seconds(batch, out);
