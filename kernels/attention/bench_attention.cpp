@@ -240,17 +240,12 @@ int main(int argc, char** argv) {
       argv[kept++] = argv[i];
   }
   argc = kept;
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    std::printf("SKIP: no CUDA device\n");
-    return 77;
-  }
+  if (!have_cuda_device()) return 77;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   GpuTimer timer;
   g_timer = &timer;
-  g_copy_bps = timer.copy_bandwidth(size_t(1) << 30, 5);
-  std::printf("device-to-device copy bandwidth: %.1f GB/s (1 GiB, best of 5)\n", g_copy_bps * 1e-9);
+  g_copy_bps = timer.report_copy_bandwidth();
   register_all();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

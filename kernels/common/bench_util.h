@@ -19,6 +19,14 @@
 
 namespace testbed::bench {
 
+// False, with "SKIP: no CUDA device" printed, when there is no device (the drivers then return 77).
+inline bool have_cuda_device() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) return true;
+  std::printf("SKIP: no CUDA device\n");
+  return false;
+}
+
 class GpuTimer {
  public:
   GpuTimer() {
@@ -83,6 +91,13 @@ class GpuTimer {
       }
     }
     return n > 0 ? total / n : 0.0;
+  }
+
+  // The copy bandwidth the memory-bound kernels are judged against, printed (1 GiB, best of 5).
+  double report_copy_bandwidth() {
+    const double bps = copy_bandwidth(size_t(1) << 30, 5);
+    std::printf("device-to-device copy bandwidth: %.1f GB/s (1 GiB, best of 5)\n", bps * 1e-9);
+    return bps;
   }
 
   // Device-to-device cudaMemcpy bandwidth in bytes/s (read + write counted).
