@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "kernels/spec/spec_rng.h"
-#include "kernels/spec/verify.h"
+#include "kernels/spec/verify_ref.h"
 
 namespace testbed {
 namespace {

@@ -12,9 +12,12 @@
 
 #include "engine/common/rng.h"
 #include "kernels/spec/spec_rng.h"
-#include "kernels/spec/verify.h"
+#include "kernels/spec/verify_ref.h"
+#include "support/chi_square.h"
 
 using namespace testbed;
+using testbed::test::chi_square;
+using testbed::test::chi_square_critical_999;
 
 namespace {
 
@@ -117,25 +120,6 @@ std::vector<int32_t> direct_rule(const Problem& pb, int seq) {
   return tokens;
 }
 
-// Pearson chi-square statistic of `counts` against `probs` (cells with expected < 5 pooled).
-double chi_square(const std::vector<int>& counts, const float* probs, int n, int* dof) {
-  double stat = 0, pooled_obs = 0, pooled_exp = 0;
-  int cells = 0;
-  for (size_t v = 0; v < counts.size(); ++v) {
-    const double e = probs[v] * n;
-    if (e < 5) {
-      pooled_obs += counts[v];
-      pooled_exp += e;
-      continue;
-    }
-    stat += (counts[v] - e) * (counts[v] - e) / e;
-    ++cells;
-  }
-  if (pooled_exp >= 5) stat += (pooled_obs - pooled_exp) * (pooled_obs - pooled_exp) / pooled_exp, ++cells;
-  *dof = cells - 1;
-  return stat;
-}
-
 }  // namespace
 
 TEST_CASE("greedy verification keeps the target's argmax chain and adds one token", "[spec]") {
@@ -205,7 +189,7 @@ TEST_CASE("rejection sampling follows the rule on random p and q, q(x) = 0 and p
 TEST_CASE("rejection-sampled tokens follow the target's distribution", "[spec]") {
   // 40,000 seeded trials of one sequence with k = 3 drafts, each drawn from its q.
   // Per position, the emitted token's counts against p: a chi-square test at
-  // significance 0.001 (critical values below, dof = 7 cells - 1 for 8 tokens).
+  // significance 0.001 (dof = 7 cells - 1 for 8 tokens).
   // Power: a verifier that keeps every draft emits tokens distributed as q;
   // with these p and q it must fail the same test.
   const int V = 8, k = 3, n = 40000;
@@ -227,7 +211,6 @@ TEST_CASE("rejection-sampled tokens follow the target's distribution", "[spec]")
     for (size_t j = 0; j < e.size(); ++j) ++counts[j][e[j]];
     for (int j = 0; j < k; ++j) ++broken[j][pb.drafts[j]];  // "keep every draft"
   }
-  const double critical[] = {0, 10.83, 13.82, 16.27, 18.47, 20.52, 22.46, 24.32};  // chi2 0.999 quantiles, dof 1..7
   for (int j = 0; j <= k; ++j) {
     int reached = 0;
     for (int c : counts[j]) reached += c;
@@ -236,10 +219,10 @@ TEST_CASE("rejection-sampled tokens follow the target's distribution", "[spec]")
     int dof = 0;
     const double stat = chi_square(counts[j], shape.p_row(0, j), reached, &dof);
     REQUIRE(dof >= 1);
-    CHECK(stat < critical[dof]);
+    CHECK(stat < chi_square_critical_999(dof));
     if (j < k) {
       int dof_b = 0;
-      CHECK(chi_square(broken[j], shape.p_row(0, j), n, &dof_b) > critical[dof_b]);
+      CHECK(chi_square(broken[j], shape.p_row(0, j), n, &dof_b) > chi_square_critical_999(dof_b));
     }
   }
 }

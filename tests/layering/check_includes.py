@@ -20,7 +20,7 @@ RULES = [
     ("kernels/", ("kernels/", "engine/kv_layout.h", "engine/common/")),
     ("engine/cuda/", ("engine/", "kernels/")),
     ("engine/bench/", ("engine/", "kernels/")),
-    ("engine/", ("engine/", "kernels/attention/attention_ref.h")),
+    ("engine/", ("engine/", "kernels/attention/attention_ref.h", "kernels/spec/verify_ref.h")),
     ("traces/", ("traces/", "engine/")),
     ("sim/", ("sim/", "traces/", "engine/")),
     ("experiments/", ("experiments/", "sim/", "traces/", "engine/")),
