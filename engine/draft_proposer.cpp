@@ -1,5 +1,6 @@
-// spec.method = draft: a smaller Llama-family model drafts greedily on its own
-// CPU executor and paged KV cache.
+// spec.method = draft: a smaller Llama-family model drafts on its own CPU
+// executor and paged KV cache: greedily (spec.verify = match), or by sampling
+// from its distribution, which it returns for rejection sampling.
 //
 // Per target sequence the draft keeps a Sequence of its own: the tokens it has
 // seen (the target's context, then its last drafts) and the blocks holding
@@ -54,7 +55,27 @@ class DraftProposer : public Proposer {
   }
 
   void propose(int64_t id, const std::vector<int32_t>& context, int k, std::vector<int32_t>& out) override {
-    Sequence& seq = rebase(id, context, k);
+    draft(id, context, k, SamplingParams{}, out, nullptr);
+  }
+
+  // Rejection sampling: each draft is drawn from the draft model's distribution
+  // at the request's temperature, top-k and top-p, by the draft's own seeded
+  // draws (the request's seed mixed with kDraftSeed, so they are not the
+  // target's), and that distribution is returned as its q row.
+  bool propose_sampled(int64_t id, const std::vector<int32_t>& context, int k, const SamplingParams& sampling,
+                       std::vector<int32_t>& out, std::vector<float>& q) override {
+    SamplingParams own = sampling;
+    own.seed ^= kDraftSeed;
+    draft(id, context, k, own, out, &q);
+    return true;
+  }
+
+ private:
+  static constexpr uint64_t kDraftSeed = 0xD4AF7C0DE5EEDull;
+
+  void draft(int64_t id, const std::vector<int32_t>& context, int k, const SamplingParams& sampling,
+             std::vector<int32_t>& out, std::vector<float>* q) {
+    Sequence& seq = rebase(id, context, k, sampling);
     const int n = static_cast<int>(context.size()) - seq.num_computed_tokens;
     // The context's unseen tokens, then k - 1 drafts, need room (the last draft's K/V is never computed).
     if (!make_room(id, seq, n + k - 1)) return;
@@ -62,16 +83,17 @@ class DraftProposer : public Proposer {
     for (int j = 0; j < k; ++j) {
       Batch batch;
       batch.add(&seq, seq.num_computed_tokens, step_tokens);
+      batch.want_probs = q != nullptr;
       const StepResult r = exec_.execute(batch);
       seq.num_computed_tokens += step_tokens;
       const int32_t t = r.tokens_of(0)[0];
       out.push_back(t);
+      if (q) q->insert(q->end(), r.probs.begin(), r.probs.begin() + r.vocab_size);
       seq.append_token(t);
       step_tokens = 1;
     }
   }
 
- private:
   static ModelConfig load_model(const std::string& path) {
     require(!path.empty(), "spec.draft_config", "spec.method = draft needs the draft model's config.json");
     return ModelConfig::from_json_file(path);
@@ -79,7 +101,7 @@ class DraftProposer : public Proposer {
 
   // The draft's sequence for `id`, holding the K/V of the longest prefix it
   // shares with `context` and then exactly `context` as its tokens.
-  Sequence& rebase(int64_t id, const std::vector<int32_t>& context, int k) {
+  Sequence& rebase(int64_t id, const std::vector<int32_t>& context, int k, const SamplingParams& sampling) {
     auto it = seqs_.find(id);
     int valid = 0;
     std::vector<int32_t> blocks;
@@ -96,6 +118,7 @@ class DraftProposer : public Proposer {
     r.id = id;
     r.prompt = context;
     r.max_output_tokens = k + 1;
+    r.sampling = sampling;
     auto seq = std::make_unique<Sequence>(std::move(r));
     seq->block_table = std::move(blocks);
     seq->num_computed_tokens = valid;

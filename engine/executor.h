@@ -14,6 +14,7 @@
 #include "engine/common/registry.h"
 #include "engine/cost_model.h"
 #include "engine/model/model_config.h"
+#include "kernels/spec/verify_ref.h"
 
 namespace testbed {
 
@@ -41,6 +42,12 @@ class Executor {
     return KvBlockData{static_cast<int>(blocks.size()), {}};
   }
   virtual void write_kv_blocks(const std::vector<int32_t>& blocks, const KvBlockData& data);
+  // Rejection-sampling verification of a batch of drafts (kernels/spec/verify_ref.h,
+  // host pointers; spec.verify = rejection): the CPU reference here, this
+  // project's CUDA kernel in the CUDA executor.
+  virtual void verify_rejection(const VerifyBatch& batch, const VerifyOutput& out) {
+    verify_rejection_ref(batch, out);
+  }
 };
 
 // One request's speculation as a real run measured it (spec.acceptance =

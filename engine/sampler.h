@@ -6,8 +6,9 @@
 // position: a draft is accepted while it equals the token the target samples
 // there. For greedy requests that is greedy verification; for sampled ones the
 // output is exactly the non-speculative output (same seeded draws), so the
-// target distribution is kept. Rejection sampling (accept with min(1, p/q))
-// needs the proposer's probabilities too and takes Batch::want_probs.
+// target distribution is kept. Rejection sampling (accept with min(1, p/q);
+// spec.verify = rejection) needs the proposer's probabilities too: the
+// SpeculativeExecutor asks for Batch::want_probs and replaces these tokens.
 #pragma once
 
 #include <cstdint>

@@ -16,6 +16,7 @@
 #include "engine/sampler.h"
 #include "kernels/attention/attention.h"
 #include "kernels/common/model_ops.h"
+#include "kernels/spec/verify.h"
 
 namespace testbed {
 namespace {
@@ -283,6 +284,48 @@ void CudaExecutor::write_kv_blocks(const std::vector<int32_t>& blocks, const KvB
                    "write KV block");
         in += tile;
       }
+}
+
+void CudaExecutor::verify_rejection(const VerifyBatch& b, const VerifyOutput& out) {
+  const int n = b.num_seqs;
+  if (n == 0) return;
+  const size_t drafts = static_cast<size_t>(b.draft_offsets[n]), V = static_cast<size_t>(b.vocab);
+  // One buffer of 8-byte fields (seeds, request ids) then 4-byte ones; one of probabilities.
+  const size_t n8 = 2 * static_cast<size_t>(n), n4 = (n + 1) + drafts + n + n + (drafts + n);
+  verify_ints_.resize(8 * n8 + 4 * n4);
+  verify_probs_.resize(sizeof(float) * (2 * drafts + n) * V);
+  auto* seeds = verify_ints_.as<uint64_t>();
+  auto* ids = reinterpret_cast<int64_t*>(seeds + n);
+  auto* offsets = reinterpret_cast<int32_t*>(ids + n);
+  int32_t* tokens = offsets + n + 1;
+  int32_t* positions = tokens + drafts;
+  int32_t* accepted = positions + n;
+  int32_t* emitted = accepted + n;
+  float* target = verify_probs_.as<float>();
+  float* draft = target + (drafts + n) * V;
+  auto up = [&](void* dst, const void* src, size_t bytes) {
+    if (bytes > 0) cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "verify upload");
+  };
+  up(seeds, b.seeds, 8 * n);
+  up(ids, b.request_ids, 8 * n);
+  up(offsets, b.draft_offsets, 4 * (n + 1));
+  up(tokens, b.draft_tokens, 4 * drafts);
+  up(positions, b.positions, 4 * n);
+  up(target, b.target_probs, sizeof(float) * (drafts + n) * V);
+  up(draft, b.draft_probs, sizeof(float) * drafts * V);
+  VerifyBatch d = b;
+  d.seeds = seeds;
+  d.request_ids = ids;
+  d.draft_offsets = offsets;
+  d.draft_tokens = tokens;
+  d.positions = positions;
+  d.target_probs = target;
+  d.draft_probs = draft;
+  cuda_check(launch_verify(d, VerifyOutput{accepted, emitted}, /*rejection=*/true, stream_), "launch_verify");
+  cuda_check(cudaMemcpyAsync(out.num_accepted, accepted, 4 * n, cudaMemcpyDeviceToHost, stream_), "verify download");
+  cuda_check(cudaMemcpyAsync(out.out_tokens, emitted, 4 * (drafts + n), cudaMemcpyDeviceToHost, stream_),
+             "verify download");
+  cuda_check(cudaStreamSynchronize(stream_), "verify");
 }
 
 std::vector<float> CudaExecutor::last_logits() const {

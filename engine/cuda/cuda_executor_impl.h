@@ -31,6 +31,9 @@ class CudaExecutor : public Executor {
   // Bytes of each block, every layer: [layer][K, V] bf16 tiles of [kv_head][slot][head_dim].
   KvBlockData read_kv_blocks(const std::vector<int32_t>& blocks) const override;
   void write_kv_blocks(const std::vector<int32_t>& blocks, const KvBlockData& data) override;
+  // Rejection sampling on the device with this project's kernel (kernels/spec/verify.cu):
+  // the host batch is uploaded, verified, and its outputs copied back.
+  void verify_rejection(const VerifyBatch& batch, const VerifyOutput& out) override;
 
   // Logits of the last step's verified rows, [rows, vocab], copied to the host.
   std::vector<float> last_logits() const;
@@ -51,6 +54,7 @@ class CudaExecutor : public Executor {
   DeviceModel model_;
   std::vector<DeviceBuffer> k_cache_, v_cache_;  // per layer, bf16, KvLayout
   // Step inputs and activations; they grow to the largest step seen.
+  DeviceBuffer verify_ints_, verify_probs_;  // verify_rejection's inputs and outputs
   DeviceBuffer ints_, x_, h16_, qkv_, q16_, attn16_, gate_up_, act16_, last_, last16_, logits_, tokens_, decode_ws_;
   int last_num_sampled_ = 0;
 };

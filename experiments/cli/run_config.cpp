@@ -98,6 +98,8 @@ void RunConfig::validate() const {
           "probability A)");
   require(spec.acceptance.empty() || (spec.enabled() && sim), "spec.acceptance",
           "applies to the simulated executor with spec.method set (real executors verify their drafts)");
+  require(!(spec.rejection() && sim), "spec.verify",
+          "applies to real executors (the simulated executor accepts by spec.acceptance)");
   require(requests_per_day > 0, "metrics.requests_per_day", "must be positive");
   require(simulation().fleet.num_instances == 1 || mode == "simulated", "fleet.num_instances",
           "fleets of several instances run in the simulator (driver.mode = simulated)");

@@ -35,7 +35,7 @@ SimRun simulate(int k, double acceptance, int output_tokens = 64) {
   cfg.max_model_len = 1024;
   cfg.scheduler.max_batch_tokens = 4096;  // room for every draft: drafts never displace prompt tokens
   SimSpeculation spec;
-  if (acceptance >= 0) spec = SimSpeculation{k, 0, acceptance, 9};
+  if (acceptance >= 0) spec = SimSpeculation{k, 0, acceptance, 9, nullptr, nullptr};
   RunRecorder rec(true, true);
   Engine engine(0, cfg, 2000, std::make_unique<SimExecutor>(make_cost_model(cm, model), 1000, spec), &rec);
   WorkloadConfig w;
@@ -109,7 +109,7 @@ TEST_CASE("a simulated draft model costs KV blocks and step time, never tokens",
   set_options(cm, {{"cost_model.prefill_token_s", "2e-4"}, {"cost_model.decode_seq_s", "1e-4"}});
   const std::shared_ptr<const CostModel> cost = make_cost_model(cm, model);
   const auto run = [&](bool with_draft) {
-    SimSpeculation spec{4, 0, 0.7, 9};
+    SimSpeculation spec{4, 0, 0.7, 9, nullptr, nullptr};
     if (with_draft) spec.draft_cost_model = cost;  // a draft as costly as the target: the worst case
     EngineConfig cfg;
     cfg.max_model_len = 1024;

@@ -202,6 +202,58 @@ TEST_CASE("CUDA executor verifies proposed tokens like the CPU executor", "[gpu]
   CHECK(rc.num_tokens(0) >= 1);
 }
 
+TEST_CASE("CUDA executor's rejection sampling is the CPU reference's", "[gpu][executor][spec]") {
+  // The engine's spec.verify = rejection path on the CUDA executor: host p and
+  // q rows through verify_rejection (upload, this project's kernel, download)
+  // must give the reference's accepted counts and tokens.
+  const ModelConfig cfg = tiny_model(64, 4, 2, "llama", false);
+  CudaExecutor gpu(cfg, make_dummy_weights(cfg, 11), 16, 16, 256);
+  Rng rng(31);
+  const int V = cfg.vocab_size, n = 40;
+  std::vector<int32_t> offsets{0}, drafts, positions;
+  std::vector<uint64_t> seeds;
+  std::vector<int64_t> ids;
+  for (int i = 0; i < n; ++i) {
+    offsets.push_back(offsets.back() + static_cast<int>(rng.below(6)));
+    seeds.push_back(rng.next_u64());
+    ids.push_back(100 + i);
+    positions.push_back(static_cast<int32_t>(rng.below(500)));
+  }
+  const int total = offsets.back();
+  std::vector<float> p(static_cast<size_t>(total + n) * V), q(static_cast<size_t>(total) * V);
+  auto dist = [&](float* row) {
+    double sum = 0;
+    for (int v = 0; v < V; ++v) sum += row[v] = static_cast<float>(rng.exponential(1.0));
+    row[rng.below(V)] += static_cast<float>(sum);  // peaked, so some drafts are kept
+    sum = 0;
+    for (int v = 0; v < V; ++v) sum += row[v];
+    for (int v = 0; v < V; ++v) row[v] = static_cast<float>(row[v] / sum);
+  };
+  for (int r = 0; r < total + n; ++r) dist(&p[static_cast<size_t>(r) * V]);
+  for (int r = 0; r < total; ++r) dist(&q[static_cast<size_t>(r) * V]);
+  for (int t = 0; t < total; ++t) drafts.push_back(sample_from_probs_ref(&q[static_cast<size_t>(t) * V], V, rng.uniform()));
+  VerifyBatch b;
+  b.num_seqs = n;
+  b.vocab = V;
+  b.draft_offsets = offsets.data();
+  b.draft_tokens = drafts.data();
+  b.target_probs = p.data();
+  b.draft_probs = q.data();
+  b.seeds = seeds.data();
+  b.request_ids = ids.data();
+  b.positions = positions.data();
+  std::vector<int32_t> ref_acc(n), ref_tok(total + n, -1), got_acc(n, -1), got_tok(total + n, -1);
+  verify_rejection_ref(b, VerifyOutput{ref_acc.data(), ref_tok.data()});
+  gpu.verify_rejection(b, VerifyOutput{got_acc.data(), got_tok.data()});
+  CHECK(got_acc == ref_acc);
+  int kept = 0;
+  for (int i = 0; i < n; ++i) {
+    kept += ref_acc[i];
+    for (int j = 0; j <= ref_acc[i]; ++j) CHECK(got_tok[offsets[i] + i + j] == ref_tok[offsets[i] + i + j]);
+  }
+  CHECK(kept > 0);
+}
+
 TEST_CASE("CUDA executor KV blocks read back bit for bit after a copy", "[gpu][executor][handoff]") {
   const ModelConfig cfg = tiny_model(128, 8, 2, "llama", false);
   const LlamaWeights w = make_dummy_weights(cfg, 13);

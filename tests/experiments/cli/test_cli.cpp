@@ -91,6 +91,10 @@ TEST_CASE("config errors name the key or file and exit 2 and write nothing", "[c
       {"run " + ini.string() + " --executor.kind=sim --spec.method=draft --spec.acceptance=fixed:0.5",
        "spec.draft_config"},
       {"run " + ini.string() + " --spec.method=ngram --spec.num_tokens=0", "spec.num_tokens"},
+      {"run " + ini.string() + " --spec.verify=rejection", "spec.verify"},
+      {"run " + ini.string() + " --spec.method=ngram --spec.verify=typical", "spec.verify"},
+      {"run " + ini.string() + " --executor.kind=sim --spec.method=ngram --spec.acceptance=fixed:0.5 --spec.verify=rejection",
+       "spec.verify"},
   };
   for (const Case& c : cases) {
     const Outcome o = run_cli(c.args + out);

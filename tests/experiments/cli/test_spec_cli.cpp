@@ -1,7 +1,8 @@
 // Speculative decoding from the command line: a real CPU run with the n-gram
 // proposer records each request's acceptance, and a simulation of the same
 // workload replaying it (spec.acceptance = trace:FILE) reproduces the tokens
-// per step within 5%; bad acceptance traces exit 2 naming the key or column.
+// per step within 5%; bad acceptance traces exit 2 naming the key or column;
+// a sampled run with a draft model and rejection sampling (spec.verify).
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -70,4 +71,25 @@ TEST_CASE("a simulation replaying a real run's acceptance reproduces its tokens 
   CHECK(missing.status == 2);
   CHECK_THAT(missing.output, Catch::Contains("spec.acceptance"));
   CHECK_FALSE(fs::exists(dir / "bad"));
+}
+
+TEST_CASE("a sampled run verifies a draft model's proposals by rejection sampling", "[cli][spec]") {
+  const fs::path dir = testbed_test::scratch_dir("testbed_spec", "rejection");
+  const fs::path ini = write_config(dir);
+  // The target itself as its draft: under rejection sampling every draft is kept.
+  const std::string args = " --spec.method=draft --spec.draft_config=" + (dir / "micro.json").string() +
+                           " --model.seed=3 --spec.draft_seed=3 --spec.num_tokens=3 --sampling.temperature=0.8 --output ";
+  const Outcome rs = run_cli("run " + ini.string() + args + (dir / "rs").string() + " --spec.verify=rejection");
+  INFO(rs.output);
+  REQUIRE(rs.status == 0);
+  const Outcome match = run_cli("run " + ini.string() + args + (dir / "match").string());
+  REQUIRE(match.status == 0);
+  const auto rs_summary = read_group(dir / "rs" / "results.h5", "summary");
+  const auto match_summary = read_group(dir / "match" / "results.h5", "summary");
+  CHECK(rs_summary.at("@spec_acceptance_rate")[0] == 1.0);
+  CHECK(rs_summary.at("@spec_tokens_per_step")[0] > 3.0);
+  CHECK(match_summary.at("@spec_acceptance_rate")[0] < 1.0);
+  std::ifstream resolved(dir / "rs" / "config.ini");
+  const std::string text((std::istreambuf_iterator<char>(resolved)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains("verify = rejection"));
 }
