@@ -10,11 +10,13 @@ namespace testbed {
 void EngineConfig::bind(OptionTable& table) {
   scheduler.bind(table);
   cache.bind(table);
+  frontend.bind(table);
 }
 
 void EngineConfig::validate() const {
   scheduler.validate();
   cache.validate();
+  frontend.validate();
   require(max_model_len > 0, "model.max_model_len", "must be positive");
 }
 
@@ -24,7 +26,8 @@ Engine::Engine(int instance, const EngineConfig& config, int num_blocks, std::un
       kv_(num_blocks, config.cache.block_size, config.cache.prefix_cache),
       sink_(sink),
       scheduler_(config.scheduler, kv_, config.max_model_len),
-      executor_(std::move(executor)) {
+      executor_(std::move(executor)),
+      frontend_(config.frontend) {
   scheduler_.set_hand_off_after_prefill(config.hand_off_after_prefill);
   scheduler_.set_key_prefix(config.key_prefix);
   kv_.set_record_events(sink_ != nullptr);
@@ -81,16 +84,18 @@ void Engine::end_step(const StepPlan& plan, const StepResult& result, double end
   out.preempted = plan.batch.preempted;
   out.num_finished = 0;
   out.handed_off.clear();
-  scheduler_.postprocess(plan.batch, result, end_s, out);
+  // Tokens reach clients when the front end has passed them on (engine/frontend.h).
+  const double visible_s = frontend_.visible_s(plan.start_s, end_s);
+  scheduler_.postprocess(plan.batch, result, visible_s, out);
   if (sink_)
     for (const SeqOutcome& o : out.seqs) {
       if (o.num_appended > 0) {
         if (o.first_token)
-          sink_->on_first_token(instance_, *o.seq, end_s);
+          sink_->on_first_token(instance_, *o.seq, visible_s);
         else
-          sink_->on_token(instance_, *o.seq, end_s, end_s - o.previous_token_s);
+          sink_->on_token(instance_, *o.seq, visible_s, visible_s - o.previous_token_s);
       }
-      if (o.finished) sink_->on_finish(instance_, *o.seq, end_s);
+      if (o.finished) sink_->on_finish(instance_, *o.seq, visible_s);
     }
   publish_kv_events();
   if (sink_) {

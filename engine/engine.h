@@ -25,6 +25,7 @@
 #include <memory>
 
 #include "engine/executor.h"
+#include "engine/frontend.h"
 #include "engine/kv_cache_manager.h"
 #include "engine/metrics_sink.h"
 #include "engine/scheduler.h"
@@ -37,10 +38,11 @@ class OptionTable;
 struct EngineConfig {
   SchedulerConfig scheduler;
   CacheConfig cache;
+  FrontendConfig frontend;  // when its tokens become visible to clients (engine/frontend.h)
   int max_model_len = 4096;
   bool hand_off_after_prefill = false;  // a prefill instance of a disaggregated deployment
   std::string key_prefix;               // its keys' prefix in errors ("pool.NAME." for a pool's engines)
-  // scheduler.* and cache.* (max_model_len is resolved from the model).
+  // scheduler.*, cache.* and frontend.* (max_model_len is resolved from the model).
   void bind(OptionTable& table);
   void validate() const;
 };
@@ -97,6 +99,7 @@ class Engine {
   MetricsSink* sink_;
   Scheduler scheduler_;
   std::unique_ptr<Executor> executor_;
+  FrontendConfig frontend_;
   std::vector<KvEventListener*> listeners_;
   std::map<int64_t, std::unique_ptr<Sequence>> importing_;
 };

@@ -21,6 +21,9 @@ struct Request {
   double arrival_s = 0.0;
   std::vector<int32_t> prompt;
   int max_output_tokens = 1;
+  // Seconds the front end took before the engine saw it (frontend.request_s):
+  // the client sent it at arrival_s - frontend_s, which TTFT and E2E count from.
+  double frontend_s = 0.0;
   SamplingParams sampling;
   uint64_t cache_salt = 0;  // extra key of every block hash (model, adapter, tenant)
   int64_t session_id = -1;  // multi-turn traces: the conversation this turn belongs to

@@ -261,7 +261,8 @@ void Scheduler::accept_drafts(const ScheduledSeq& item, const int32_t* tokens, i
   if (accepted < item.num_draft) kv_.truncate(seq, seq.num_computed_tokens);
 }
 
-void Scheduler::postprocess(const Batch& batch, const StepResult& result, double now, StepOutcome& out) {
+void Scheduler::postprocess(const Batch& batch, const StepResult& result, double visible_s, StepOutcome& out) {
+  const double now = visible_s;  // delivery times only
   const size_t num_items = batch.items.size();
   if (result.num_items() != static_cast<int>(num_items))
     throw std::logic_error("executor: returned results for " + std::to_string(result.num_items()) + " items of a " +

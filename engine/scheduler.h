@@ -80,7 +80,9 @@ class Scheduler {
   // did into `out`. Throws std::logic_error when the result breaks the
   // executor contract (wrong shape, tokens for an item that does not sample,
   // more tokens than the item verified, accepted tokens that are not its drafts).
-  void postprocess(const Batch& batch, const StepResult& result, double now, StepOutcome& out);
+  // `visible_s`: when clients see this step's tokens (its end, or later through
+  // the front end); the sequences' delivery times are set to it.
+  void postprocess(const Batch& batch, const StepResult& result, double visible_s, StepOutcome& out);
 
   bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
   int num_waiting() const { return static_cast<int>(waiting_.size()); }

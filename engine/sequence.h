@@ -25,7 +25,8 @@ class Sequence {
 
   const Request& request() const { return request_; }
   int64_t id() const { return id_; }
-  double arrival_s() const { return request_.arrival_s; }
+  double arrival_s() const { return request_.arrival_s; }  // at the engine
+  double client_arrival_s() const { return request_.arrival_s - request_.frontend_s; }
   int priority() const { return request_.priority; }
 
   int num_tokens() const { return num_prompt_tokens_ + num_output_tokens_; }

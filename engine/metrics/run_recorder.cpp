@@ -55,7 +55,7 @@ void RunRecorder::on_finish(int instance, const Sequence& seq, double t) {
   RequestRecord r;
   r.id = seq.id();
   r.instance = instance;
-  r.arrival_s = seq.arrival_s();
+  r.arrival_s = seq.client_arrival_s();
   r.first_token_s = seq.first_token_s;
   r.finish_s = t;
   r.prompt_tokens = seq.num_prompt_tokens();

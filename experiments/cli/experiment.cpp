@@ -85,6 +85,11 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) 
   context.vocab_size = setup.model.vocab_size;
   context.sampling = config.sampling;
   std::unique_ptr<RequestSource> source = make_workload(config.workload, context);
+  // The front end's time before the engine sees a request: that of the pool taking arrivals.
+  double request_s = setup.engine.frontend.request_s;
+  for (size_t i = 0; i < setup.pools.size(); ++i)
+    if (config.pools()[i].takes_arrivals()) request_s = setup.pools[i].engine.frontend.request_s;
+  if (request_s > 0) source = std::make_unique<FrontendSource>(std::move(source), request_s);
 
   ExperimentResult result;
   result.recorder = std::make_unique<RunRecorder>(config.output.steps, config.output.tokens, config.output.events);
