@@ -33,6 +33,9 @@ void bind_spec(OptionTable& t, HardwareSpec& s) {
   t.add("step.overhead_s", &s.step_overhead_s, "host scheduling + launch per engine step");
   t.add("cost.price_per_gpu_hour_usd", &s.price_per_gpu_hour, "rental price, USD per GPU-hour (0: unknown)");
   t.add("power.tdp_w", &s.tdp_w, "board thermal design power, W (0: unknown)");
+  t.add("serving.request_s", &s.serving_request_s, "front end: seconds before the engine sees a request");
+  t.add("serving.output_lag_steps", &s.serving_output_lag_steps, "front end: a token's visibility lag, in steps");
+  t.add("serving.output_s", &s.serving_output_s, "front end: seconds from visibility to the client");
 }
 
 void require_finite_at_least(double v, double lo, const std::string& key) {
@@ -51,6 +54,13 @@ HardwareSpec HardwareSpec::from_ini_file(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return from_ini_text(text.str(), path);
+}
+
+std::string HardwareSpec::to_ini() const {
+  HardwareSpec copy = *this;
+  OptionTable table;
+  bind_spec(table, copy);
+  return table.to_ini();
 }
 
 HardwareSpec HardwareSpec::from_ini_text(const std::string& text, const std::string& origin) {
@@ -87,6 +97,10 @@ void HardwareSpec::validate() const {
   require_finite_at_least(step_overhead_s, 0, "step.overhead_s");
   require_finite_at_least(price_per_gpu_hour, 0, "cost.price_per_gpu_hour_usd");
   require_finite_at_least(tdp_w, 0, "power.tdp_w");
+  require_finite_at_least(serving_request_s, 0, "serving.request_s");
+  require(std::isfinite(serving_output_lag_steps) && serving_output_lag_steps >= 0 && serving_output_lag_steps <= 16,
+          "serving.output_lag_steps", "must be in [0, 16]");
+  require_finite_at_least(serving_output_s, 0, "serving.output_s");
 }
 
 double HardwareSpec::matmul_flops(const std::string& torch_dtype) const {

@@ -13,6 +13,10 @@
 //   [step]          overhead_s
 //   [cost]          price_per_gpu_hour_usd   (optional, 0 = unknown)
 //   [power]         tdp_w                    (optional, 0 = unknown)
+//   [serving]       request_s output_lag_steps output_s   (optional, 0: the engine alone)
+//                   the serving stack's front end as measured with this GPU:
+//                   the defaults of frontend.* (engine/frontend.h) in runs
+//                   that use this spec and leave those keys unset
 //
 // Unknown keys, bad values and missing required keys are ConfigErrors that name
 // the file and the key.
@@ -51,8 +55,13 @@ struct HardwareSpec {
   double price_per_gpu_hour = 0;  // cost.price_per_gpu_hour_usd: USD per GPU-hour; 0 = unknown
   double tdp_w = 0;               // power.tdp_w: board TDP, watts (an upper bound, not measured draw); 0 = unknown
 
+  // serving.*: the front end's defaults for runs on this spec (engine/frontend.h).
+  double serving_request_s = 0, serving_output_lag_steps = 0, serving_output_s = 0;
+
   static HardwareSpec from_ini_file(const std::string& path);
   static HardwareSpec from_ini_text(const std::string& text, const std::string& origin);
+  // Every key with its value, as an INI file (what `testbed calibrate` writes).
+  std::string to_ini() const;
   // Throws ConfigError("<section.key>: ...") for the first bad field.
   void validate() const;
 

@@ -1,10 +1,21 @@
 // testbed fidelity CONFIG.ini [--output DIR] [--repeats N] [--section.key=value ...]
-// How far is the simulator from the real engine? Runs the configured workload
+// testbed fidelity CONFIG.ini --measured TABLE.csv [--output DIR] [--section.key=value ...]
+//
+// With --measured: how far is the simulator from real serving? Each point of
+// the measured table (experiments/cli/measured_table.h) is simulated with
+// CONFIG (a simulator config) and its workload; prints and writes
+// DIR/fidelity.h5 (/points: per point the measured value, the simulated one
+// and the signed error (sim - real) / real of each metric; /summary:
+// median_abs_err_<metric> and max_abs_err_<metric>), and each point's run in
+// DIR/points/NAME/.
+//
+// Without: how far is the simulator from the real engine? Runs the configured workload
 // on the real executor, profiles that executor, simulates the same workload
 // with the profiled cost model (same scheduler code, same KV capacity), and
 // reports the signed relative error (sim - real) / real of mean and p99 TTFT,
 // TPOT and E2E. Writes DIR/results.h5 (the real run, with err_* in /summary and
 // the simulated summary in /sim_summary), DIR/sim/results.h5 and DIR/profile.h5.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -13,27 +24,93 @@
 #include "engine/common/config_error.h"
 #include "experiments/cli/command.h"
 #include "experiments/cli/experiment.h"
+#include "experiments/cli/measured_table.h"
 #include "experiments/cli/profile_command.h"
+#include "engine/metrics/results_file.h"
 
 namespace fs = std::filesystem;
 
 namespace testbed {
 namespace {
 
+int fidelity_measured(const std::vector<std::string>& args, const std::string& measured, std::string output) {
+  const std::vector<MeasuredPoint> points = read_measured_table(measured);
+  if (output.empty()) output = default_output_dir(args[0]);
+  fs::create_directories(output);
+  const size_t M = kMeasuredMetrics.size();
+  std::vector<std::string> names;
+  std::vector<std::vector<double>> real(M), sim(M), err(M);
+  std::printf("fidelity %s against %s: %zu measured points\n\n%-14s", args[0].c_str(), measured.c_str(),
+              points.size(), "point");
+  for (const MeasuredMetric& m : kMeasuredMetrics) std::printf(" %20s", m.column);
+  std::printf("\n");
+  for (const MeasuredPoint& p : points) {
+    const Summary summary = simulate_measured_point(args[0], {args.begin() + 1, args.end()}, p,
+                                                    (fs::path(output) / "points" / p.name).string());
+    names.push_back(p.name);
+    std::printf("%-14s", p.name.c_str());
+    for (size_t m = 0; m < M; ++m) {
+      const double measured_v = p.values[m], sim_v = summary.get(kMeasuredMetrics[m].summary);
+      real[m].push_back(measured_v);
+      sim[m].push_back(sim_v);
+      err[m].push_back(std::isnan(measured_v) ? NAN : (sim_v - measured_v) / measured_v);
+      if (std::isnan(measured_v))
+        std::printf(" %20s", "-");
+      else
+        std::printf(" %10.4g %+8.1f%%", measured_v / kMeasuredMetrics[m].scale, 100 * err[m].back());
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  ResultsFile file((fs::path(output) / "fidelity.h5").string());
+  file.add_column("points", "point", names);
+  std::printf("%-14s", "median |err|");
+  for (size_t m = 0; m < M; ++m) {
+    const std::string c = kMeasuredMetrics[m].column;
+    file.add_column("points", "real_" + c, real[m]);
+    file.add_column("points", "sim_" + c, sim[m]);
+    file.add_column("points", "err_" + c, err[m]);
+    std::vector<double> abs_err;
+    for (double e : err[m])
+      if (!std::isnan(e)) abs_err.push_back(std::abs(e));
+    if (abs_err.empty()) {
+      std::printf(" %20s", "-");
+      continue;
+    }
+    const double med = percentile(abs_err, 50), worst = *std::max_element(abs_err.begin(), abs_err.end());
+    file.set_attr("summary", "median_abs_err_" + c, med);
+    file.set_attr("summary", "max_abs_err_" + c, worst);
+    std::printf(" %19.1f%%", 100 * med);
+  }
+  file.set_attr("run", "config", args[0]);
+  file.set_attr("run", "measured", measured);
+  file.commit();
+  std::printf("\n\nresults       %s/fidelity.h5, %s/points/*/results.h5\n", output.c_str(), output.c_str());
+  return 0;
+}
+
 int fidelity_command(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::cout << "usage: testbed fidelity CONFIG.ini [--output DIR] [--repeats N] [--section.key=value ...]\n\n"
+    std::cout << "usage: testbed fidelity CONFIG.ini [--output DIR] [--repeats N] [--section.key=value ...]\n"
+                 "       testbed fidelity SIM_CONFIG.ini --measured TABLE.csv [--output DIR] [--section.key=value ...]\n\n"
                  "Real run, profile, simulated run of the same workload; prints and stores the relative\n"
-                 "error of mean and p99 TTFT, TPOT and E2E (err_* in DIR/results.h5 /summary).\n";
+                 "error of mean and p99 TTFT, TPOT and E2E (err_* in DIR/results.h5 /summary).\n"
+                 "With --measured: simulates each measured serving point of TABLE.csv (see\n"
+                 "experiments/measured/) and prints the signed errors and their median |error|.\n";
     return args.empty() ? 2 : 0;
   }
-  std::string output;
+  std::string output, measured;
   int repeats = 5;
   RunConfig config;
   OptionTable table;
   table.add_flag("output", &output, "results directory");
   table.add_flag("repeats", &repeats, "profile runs per grid point");
+  table.add_flag("measured", &measured, "measured serving points (CSV): simulate each and compare");
   load_run_config(args[0], {args.begin() + 1, args.end()}, config, table);
+  if (!measured.empty()) {
+    require(!table.was_set("repeats"), "--repeats", "applies to the real-run comparison, not to --measured");
+    return fidelity_measured(args, measured, output);
+  }
   require(config.executor.kind.name != "sim", "executor.kind",
           "fidelity compares a real executor (cpu or cuda) with the simulator");
   require(config.driver_mode() != "simulated", "driver.mode", "the real run needs a wall-clock driver (realtime or offline)");

@@ -1,10 +1,12 @@
 #include "experiments/cli/run_config.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "engine/common/config_error.h"
+#include "sim/hardware_spec.h"
 
 namespace testbed {
 
@@ -150,6 +152,26 @@ std::string require_file(const std::string& key, const std::string& path) {
   return path;
 }
 
+namespace {
+
+// frontend.* left unset take the hardware spec's [serving] values (0 without a spec).
+void apply_serving_defaults(const RunConfig& config, OptionTable& table) {
+  const std::string& path = config.cost_model.hardware;
+  if (path.empty() || !std::filesystem::is_regular_file(path)) return;  // a missing spec is reported later
+  const HardwareSpec hw = HardwareSpec::from_ini_file(path);
+  const std::pair<const char*, double> keys[] = {{"frontend.request_s", hw.serving_request_s},
+                                                 {"frontend.output_lag_steps", hw.serving_output_lag_steps},
+                                                 {"frontend.output_s", hw.serving_output_s}};
+  for (const auto& [key, value] : keys) {
+    if (table.was_set(key) || value == 0) continue;
+    char text[40];
+    std::snprintf(text, sizeof text, "%.17g", value);
+    table.set(key, text, path + " [serving]");
+  }
+}
+
+}  // namespace
+
 void load_run_config(const std::string& config_path, const std::vector<std::string>& args, RunConfig& config,
                      OptionTable& table) {
   namespace fs = std::filesystem;
@@ -163,6 +185,7 @@ void load_run_config(const std::string& config_path, const std::vector<std::stri
   config.set_pool_names(pool_names(OptionTable::mentioned_keys(args, &ini)));
   config.bind(table);
   table.parse(args, &ini, config_path);
+  apply_serving_defaults(config, table);
   for (const PoolConfig& p : config.pools()) {
     if (!table.was_set(p.prefix() + "role"))
       throw ConfigError(config_path + ": " + p.prefix() + "role is required (" + PoolRoleRegistry::instance().names_joined() +

@@ -1,0 +1,249 @@
+// testbed calibrate SIM_CONFIG.ini --measured TABLE.csv --output CALIBRATED.ini [--section.key=value ...]
+//
+// Fits the serving parameters of the config's hardware spec to measured
+// serving points (experiments/cli/measured_table.h), by simulating every point
+// with the config (roofline cost model) and:
+//   1. step.overhead_s, the host cost of an engine step: the value that makes
+//      the mean signed relative error of TPOT over the points zero (bisection:
+//      TPOT grows with it);
+//   2. the front end (engine/frontend.h): with that overhead and no front end,
+//      each point's missing TTFT is fitted by least squares as c + lag * D,
+//      D its simulated step duration (TPOT): lag is serving.output_lag_steps,
+//      c is serving.request_s (the points identify only the sum of the fixed
+//      costs before and after the engine, so serving.output_s stays 0).
+// Then simulates the points again with the calibrated spec, prints each
+// point's signed errors and the median |error| per metric, and writes the
+// spec (every key, with a header saying how it was made) to CALIBRATED.ini.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "engine/common/config_error.h"
+#include "experiments/cli/command.h"
+#include "experiments/cli/experiment.h"
+#include "experiments/cli/measured_table.h"
+#include "sim/hardware_spec.h"
+
+namespace fs = std::filesystem;
+
+namespace testbed {
+namespace {
+
+struct PointRun {
+  double ttft = 0, tpot = 0;
+  Summary summary;
+};
+
+class Calibrator {
+ public:
+  Calibrator(std::string config, std::vector<std::string> args, std::vector<MeasuredPoint> points, HardwareSpec hw,
+             std::string scratch)
+      : config_(std::move(config)), args_(std::move(args)), points_(std::move(points)), hw_(std::move(hw)),
+        scratch_(std::move(scratch)) {}
+
+  // Every point simulated with `hw` (written to a scratch spec file).
+  std::vector<PointRun> simulate(const HardwareSpec& hw) {
+    std::ofstream(scratch_) << hw.to_ini();
+    std::vector<std::string> args = args_;
+    args.push_back("--cost_model.hardware=" + scratch_);
+    // The front end comes from the spec (its serving.* keys), never from the config.
+    for (const char* k : {"--frontend.request_s=", "--frontend.output_lag_steps=", "--frontend.output_s="})
+      args.push_back(std::string(k) + "0");
+    std::vector<PointRun> out;
+    for (const MeasuredPoint& p : points_) {
+      PointRun r;
+      r.summary = simulate_measured_point(config_, with_frontend(args, hw), p, "");
+      r.ttft = r.summary.get("ttft_mean_s");
+      r.tpot = r.summary.get("tpot_mean_s");
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+  HardwareSpec fit() {
+    HardwareSpec hw = hw_;
+    hw.serving_request_s = hw.serving_output_lag_steps = hw.serving_output_s = 0;
+    // 1. step.overhead_s: mean relative TPOT error -> 0.
+    auto tpot_err = [&](double overhead) {
+      HardwareSpec h = hw;
+      h.step_overhead_s = overhead;
+      const std::vector<PointRun> runs = simulate(h);
+      double sum = 0;
+      int n = 0;
+      for (size_t i = 0; i < points_.size(); ++i)
+        if (!std::isnan(points_[i].values[2])) sum += (runs[i].tpot - points_[i].values[2]) / points_[i].values[2], ++n;
+      require(n > 0, "--measured", "the table measures no tpot_mean_ms: step.overhead_s cannot be fitted");
+      return sum / n;
+    };
+    double lo = 0, hi = 0.05;
+    if (tpot_err(lo) >= 0) {
+      hi = lo;  // even without host overhead the simulated steps are too slow: keep 0, say so
+      std::printf("calibrate: TPOT is %+.1f%% with step.overhead_s = 0; the device terms are too slow\n",
+                  100 * tpot_err(0));
+    } else {
+      require(tpot_err(hi) > 0, "step.overhead_s", "no value up to 50 ms gives the measured TPOT");
+      for (int it = 0; it < 30 && hi - lo > 1e-6; ++it) {
+        const double mid = 0.5 * (lo + hi);
+        (tpot_err(mid) < 0 ? lo : hi) = mid;
+      }
+    }
+    hw.step_overhead_s = 0.5 * (lo + hi);
+    fits_.push_back("step.overhead_s = " + fmt(hw.step_overhead_s) + " (mean TPOT error " +
+                    fmt(100 * tpot_err(hw.step_overhead_s)) + "%)");
+    // 2. The front end: missing TTFT = c + lag * D, least squares.
+    const std::vector<PointRun> runs = simulate(hw);
+    double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (size_t i = 0; i < points_.size(); ++i) {
+      const double real = points_[i].values[0];
+      if (std::isnan(real)) continue;
+      const double x = runs[i].tpot, y = real - runs[i].ttft;
+      n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+    }
+    require(n > 0, "--measured", "the table measures no ttft_mean_ms: the front end cannot be fitted");
+    double lag = n >= 2 && n * sxx - sx * sx > 0 ? (n * sxy - sx * sy) / (n * sxx - sx * sx) : 0.0;
+    lag = std::clamp(lag, 0.0, 16.0);
+    double c = (sy - lag * sx) / n;
+    if (c < 0) {  // a negative fixed cost is not a front end: refit the lag alone
+      c = 0;
+      lag = sxx > 0 ? std::clamp(sxy / sxx, 0.0, 16.0) : 0.0;
+    }
+    hw.serving_request_s = c;
+    hw.serving_output_lag_steps = lag;
+    fits_.push_back("serving.request_s = " + fmt(c) + ", serving.output_lag_steps = " + fmt(lag) +
+                    " (TTFT missing = c + lag x step, least squares over " + fmt(n) + " points)");
+    return hw;
+  }
+
+  const std::vector<std::string>& fits() const { return fits_; }
+
+ private:
+  static std::string fmt(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.4g", v);
+    return b;
+  }
+  static std::vector<std::string> with_frontend(std::vector<std::string> args, const HardwareSpec& hw) {
+    auto set = [&](const std::string& key, double v) {
+      char b[48];
+      std::snprintf(b, sizeof b, "%.17g", v);
+      for (std::string& a : args)
+        if (a.rfind(key + "=", 0) == 0) a = key + "=" + b;
+    };
+    set("--frontend.request_s", hw.serving_request_s);
+    set("--frontend.output_lag_steps", hw.serving_output_lag_steps);
+    set("--frontend.output_s", hw.serving_output_s);
+    return args;
+  }
+
+  std::string config_;
+  std::vector<std::string> args_;
+  std::vector<MeasuredPoint> points_;
+  HardwareSpec hw_;
+  std::string scratch_;
+  std::vector<std::string> fits_;
+};
+
+int calibrate_command(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::cout << "usage: testbed calibrate SIM_CONFIG.ini --measured TABLE.csv --output CALIBRATED.ini "
+                 "[--section.key=value ...]\n\n"
+                 "Fits the config's hardware spec to measured serving points: step.overhead_s from TPOT,\n"
+                 "the front end (serving.request_s, serving.output_lag_steps) from TTFT; prints the\n"
+                 "residuals and writes the calibrated spec.\n";
+    return args.empty() ? 2 : 0;
+  }
+  std::string output, measured;
+  RunConfig config;
+  OptionTable table;
+  table.add_flag("output", &output, "the calibrated hardware spec to write (.ini)");
+  table.add_flag("measured", &measured, "measured serving points (CSV)");
+  load_run_config(args[0], {args.begin() + 1, args.end()}, config, table);
+  require(!measured.empty(), "--measured", "calibrate needs the measured serving points (a CSV)");
+  require(!output.empty(), "--output", "calibrate needs the file to write the calibrated spec to");
+  require(config.cost_model.kind.name == "roofline" && !config.cost_model.hardware.empty(), "cost_model.kind",
+          "calibrate fits a hardware spec: the config needs cost_model.kind = roofline with cost_model.hardware");
+  require(!fs::is_directory(output), "--output", "'" + output + "' is a directory; give the .ini file to write");
+  const std::vector<MeasuredPoint> points = read_measured_table(measured);
+  const HardwareSpec base = HardwareSpec::from_ini_file(config.cost_model.hardware);
+  // Check the output is writable before the work.
+  const std::string tmp = output + ".tmp";
+  { std::ofstream probe(tmp); require(static_cast<bool>(probe), "--output", "cannot write '" + tmp + "'"); }
+  const std::string scratch = output + ".scratch.ini";
+  std::vector<std::string> rest;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--output" || a == "--measured") { ++i; continue; }
+    if (a.rfind("--output=", 0) == 0 || a.rfind("--measured=", 0) == 0) continue;
+    rest.push_back(a);
+  }
+  std::printf("calibrate %s against %s (%zu points), from %s\n", args[0].c_str(), measured.c_str(), points.size(),
+              config.cost_model.hardware.c_str());
+  Calibrator cal(args[0], rest, points, base, scratch);
+  HardwareSpec fitted;
+  std::vector<PointRun> runs;
+  try {
+    fitted = cal.fit();
+    runs = cal.simulate(fitted);
+  } catch (...) {
+    fs::remove(scratch);
+    fs::remove(tmp);
+    throw;
+  }
+  fs::remove(scratch);
+  for (const std::string& f : cal.fits()) std::printf("  fitted %s\n", f.c_str());
+  std::printf("\n%-14s", "point");
+  for (const MeasuredMetric& m : kMeasuredMetrics) std::printf(" %13s", m.column);
+  std::printf("\n");
+  std::vector<std::vector<double>> abs_err(kMeasuredMetrics.size());
+  std::string residuals;
+  for (size_t i = 0; i < points.size(); ++i) {
+    std::printf("%-14s", points[i].name.c_str());
+    residuals += "#   " + points[i].name + ":";
+    for (size_t m = 0; m < kMeasuredMetrics.size(); ++m) {
+      const double real = points[i].values[m];
+      if (std::isnan(real)) {
+        std::printf(" %13s", "-");
+        continue;
+      }
+      const double e = (runs[i].summary.get(kMeasuredMetrics[m].summary) - real) / real;
+      abs_err[m].push_back(std::abs(e));
+      std::printf(" %+12.1f%%", 100 * e);
+      char b[64];
+      std::snprintf(b, sizeof b, " %s %+.1f%%", kMeasuredMetrics[m].column, 100 * e);
+      residuals += b;
+    }
+    residuals += "\n";
+    std::printf("\n");
+  }
+  std::printf("%-14s", "median |err|");
+  for (const auto& v : abs_err)
+    if (v.empty())
+      std::printf(" %13s", "-");
+    else
+      std::printf(" %12.1f%%", 100 * percentile(v, 50));
+  std::printf("\n");
+  {
+    std::ofstream out(tmp);
+    out << "# " << (fitted.name.empty() ? "hardware" : fitted.name) << ", calibrated by\n#   testbed calibrate " << args[0]
+        << " --measured " << measured << " --output " << output << "\n# from " << config.cost_model.hardware
+        << " (every other key as there). Fitted:\n";
+    for (const std::string& f : cal.fits()) out << "#   " << f << "\n";
+    out << "# Residuals (simulated - measured) / measured with this spec:\n" << residuals << "\n";
+    out << fitted.to_ini();
+    require(static_cast<bool>(out), "--output", "cannot write '" + tmp + "'");
+  }
+  fs::rename(tmp, output);
+  std::printf("\ncalibrated spec  %s\n", output.c_str());
+  return 0;
+}
+
+}  // namespace
+
+TESTBED_COMMAND("calibrate", "calibrate SIM_CONFIG.ini --measured TABLE.csv --output CALIBRATED.ini",
+                "fit a hardware spec's step overhead and serving front end to measured serving points",
+                calibrate_command);
+
+}  // namespace testbed

@@ -1,0 +1,116 @@
+// Fidelity against measured serving (testbed fidelity --measured) and its
+// calibration (testbed calibrate): the Llama-2-7B vLLM points in the repo
+// reproduce within the goal (median |error| <= 5% on mean TTFT, TPOT, E2E)
+// with the shipped calibrated H100 spec; calibration recovers the parameters
+// that generated synthetic points; bad tables and flags exit 2 naming them.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "sim/hardware_spec.h"
+#include "support/cli.h"
+#include "support/h5_read.h"
+
+namespace fs = std::filesystem;
+using testbed_test::Outcome;
+using testbed_test::read_group;
+using testbed_test::run_cli;
+
+namespace {
+const std::string kTable = "experiments/measured/vllm_h100_llama2_7b.csv";
+const std::string kConfig = "experiments/fidelity_h100.ini";
+}  // namespace
+
+TEST_CASE("the Llama-2-7B H100 points reproduce within the goal with the calibrated spec", "[cli][fidelity]") {
+  const fs::path dir = testbed_test::scratch_dir("testbed_calibrate", "h100");
+  const Outcome o = run_cli("fidelity " + kConfig + " --cost_model.hardware=experiments/hardware/h100-sxm-calibrated.ini" +
+                            " --measured " + kTable + " --output " + (dir / "cal").string());
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  const auto summary = read_group(dir / "cal" / "fidelity.h5", "summary");
+  for (const char* m : {"ttft_mean_ms", "tpot_mean_ms", "e2e_mean_ms"}) {
+    INFO(m);
+    CHECK(summary.at(std::string("@median_abs_err_") + m)[0] <= 0.05);
+    CHECK(summary.at(std::string("@max_abs_err_") + m)[0] <= 0.10);
+  }
+  const auto points = read_group(dir / "cal" / "fidelity.h5", "points");
+  REQUIRE(points.at("real_ttft_mean_ms").size() == 5);
+  CHECK(points.at("real_ttft_mean_ms")[0] == Approx(0.025));  // the table's 25.0 ms, in seconds
+  REQUIRE(fs::exists(dir / "cal" / "points" / "general-1" / "results.h5"));
+}
+
+TEST_CASE("calibration recovers the parameters that generated synthetic points", "[cli][fidelity]") {
+  // Points simulated with a known spec (step overhead 3 ms, a 4 ms front end
+  // before the engine, tokens visible one step late) are the "measurements";
+  // calibrating the uncalibrated H100 spec against them must find those values.
+  const fs::path dir = testbed_test::scratch_dir("testbed_calibrate", "synthetic");
+  testbed::HardwareSpec truth = testbed::HardwareSpec::from_ini_file("experiments/hardware/h100-sxm.ini");
+  truth.step_overhead_s = 0.003;
+  truth.serving_request_s = 0.004;
+  truth.serving_output_lag_steps = 1.0;
+  std::ofstream(dir / "truth.ini") << truth.to_ini();
+  std::ofstream shape(dir / "shape.csv");
+  shape << "point,groups,users_per_group,system_prompt_tokens,prompt_tokens,output_tokens,rate,duration_s\n"
+           "a,4,4,100,400,120,4,60\nb,4,4,100,900,120,12,60\nc,6,3,150,600,200,24,40\n";
+  shape.close();
+  const Outcome gen = run_cli("fidelity " + kConfig + " --cost_model.hardware=" + (dir / "truth.ini").string() +
+                              " --measured " + (dir / "shape.csv").string() + " --output " + (dir / "gen").string());
+  INFO(gen.output);
+  REQUIRE(gen.status == 0);
+  const auto sim = read_group(dir / "gen" / "fidelity.h5", "points");
+  {
+    std::ifstream in(dir / "shape.csv");
+    std::string header, line;
+    std::getline(in, header);
+    std::ofstream out(dir / "measured.csv");
+    out << "# simulated with truth.ini\n" << header << ",ttft_mean_ms,tpot_mean_ms,e2e_mean_ms\n";
+    for (size_t i = 0; std::getline(in, line); ++i)
+      out << line << "," << 1e3 * sim.at("sim_ttft_mean_ms")[i] << "," << 1e3 * sim.at("sim_tpot_mean_ms")[i] << ","
+          << 1e3 * sim.at("sim_e2e_mean_ms")[i] << "\n";
+  }
+  const Outcome cal = run_cli("calibrate " + kConfig + " --measured " + (dir / "measured.csv").string() +
+                              " --output " + (dir / "fitted.ini").string());
+  INFO(cal.output);
+  REQUIRE(cal.status == 0);
+  const testbed::HardwareSpec fitted = testbed::HardwareSpec::from_ini_file((dir / "fitted.ini").string());
+  CHECK(fitted.step_overhead_s == Approx(0.003).epsilon(0.02));
+  CHECK(fitted.serving_output_lag_steps == Approx(1.0).margin(0.1));
+  CHECK(fitted.serving_request_s == Approx(0.004).margin(0.0006));
+  CHECK(fitted.serving_output_s == 0.0);
+  CHECK(fitted.bandwidth_gbps == truth.bandwidth_gbps);  // every other key as in the spec it started from
+  CHECK_FALSE(fs::exists(dir / "fitted.ini.tmp"));
+  CHECK_FALSE(fs::exists(dir / "fitted.ini.scratch.ini"));
+}
+
+TEST_CASE("measured tables and calibrate flags with errors exit 2 naming them", "[cli][fidelity]") {
+  const fs::path dir = testbed_test::scratch_dir("testbed_calibrate", "errors");
+  std::ofstream(dir / "short.csv") << "point,groups,users_per_group,system_prompt_tokens,prompt_tokens,output_tokens,rate,"
+                                      "duration_s\nx,1,1,10,20,5,1\n";
+  std::ofstream(dir / "neg.csv") << "point,groups,users_per_group,system_prompt_tokens,prompt_tokens,output_tokens,rate,"
+                                    "duration_s,ttft_mean_ms\nx,1,1,10,20,5,1,10,-3\n";
+  std::ofstream(dir / "nocol.csv") << "point,groups,rate\nx,1,1\n";
+  struct Case {
+    std::string args, must_contain;
+  } cases[] = {
+      {"fidelity " + kConfig + " --measured " + (dir / "short.csv").string(), "short.csv:2"},
+      {"fidelity " + kConfig + " --measured " + (dir / "neg.csv").string(), "ttft_mean_ms"},
+      {"fidelity " + kConfig + " --measured " + (dir / "nocol.csv").string(), "users_per_group"},
+      {"fidelity " + kConfig + " --measured " + (dir / "absent.csv").string(), "absent.csv"},
+      {"fidelity " + kConfig + " --measured " + kTable + " --repeats 3", "--repeats"},
+      {"fidelity experiments/fidelity_cpu.ini --measured " + kTable, "executor.kind"},
+      {"calibrate " + kConfig + " --output " + (dir / "x.ini").string(), "--measured"},
+      {"calibrate " + kConfig + " --measured " + kTable, "--output"},
+      {"calibrate " + kConfig + " --measured " + kTable + " --cost_model.kind=linear --output " + (dir / "x.ini").string(),
+       "cost_model.kind"},
+      {"calibrate " + kConfig + " --measured " + kTable + " --output " + dir.string(), "--output"},
+  };
+  for (const Case& c : cases) {
+    const Outcome o = run_cli(c.args + " 2>&1");
+    INFO(c.args << "\n" << o.output);
+    CHECK(o.status == 2);
+    CHECK_THAT(o.output, Catch::Contains(c.must_contain));
+  }
+  CHECK_FALSE(fs::exists(dir / "x.ini"));
+}
