@@ -38,10 +38,16 @@ double weight_bytes_per_gpu(const ModelConfig& m, int tp) {
   check_tp_split(m, tp);
   const TpSplit s = tp_split(m, tp);
   const double h = s.hidden, d = s.head_dim;
-  const double layer = h * (s.q_heads + 2 * s.kv_heads) * d + s.q_heads * d * h + 3 * h * s.inter + 2 * h +
-                       (m.qk_norm ? 2 * d : 0);
+  const double attention = h * (s.q_heads + 2 * s.kv_heads) * d + s.q_heads * d * h + 2 * h + (m.qk_norm ? 2 * d : 0);
+  const double dense_mlp = 3 * h * s.inter;
+  // A MoE layer holds every expert, each split TP ways like a dense MLP, and a replicated router.
+  const MoeConfig& e = m.moe;
+  const double moe_mlp = e.enabled() ? h * e.num_experts + 3 * h * (static_cast<double>(e.num_experts) * e.expert_intermediate +
+                                                                    static_cast<double>(e.num_shared_experts) * e.shared_intermediate) / tp
+                                     : 0.0;
   const double embed = s.vocab * h * (m.tie_word_embeddings ? 1 : 2);
-  return (s.layers * layer + embed + h) * m.dtype_bytes();
+  return (s.layers * attention + m.num_dense_mlp_layers() * dense_mlp + m.num_moe_layers() * moe_mlp + embed + h) *
+         m.dtype_bytes();
 }
 
 double kv_bytes_per_token_per_gpu(const ModelConfig& m, int tp) {

@@ -109,8 +109,12 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
   size_t k = 0;
   cost.ops[k++] = gemm("qkv_proj", T, h, qd + 2 * kvd, L);  // fused QKV, column-parallel
   cost.ops[k++] = gemm("o_proj", T, qd, h, L);              // row-parallel
-  cost.ops[k++] = gemm("mlp_gate_up", T, h, 2 * I, L);      // fused gate+up, column-parallel
-  cost.ops[k++] = gemm("mlp_down", T, I, h, L);             // row-parallel
+  const double Ld = model_.num_dense_mlp_layers(), Lm = model_.num_moe_layers();
+  OpCost gate_up = gemm("mlp_gate_up", T, h, 2 * I, Ld);  // fused gate+up, column-parallel
+  OpCost down = gemm("mlp_down", T, I, h, Ld);            // row-parallel
+  if (Lm > 0) add_experts(T, Lm, gate_up, down);
+  cost.ops[k++] = gate_up;
+  cost.ops[k++] = down;
   OpCost lm = rows > 0 ? gemm("lm_head", rows, h, V, 1) : make_op("lm_head", true, 0, 0, 1, 1);
   lm.bytes += rows * V * 4;  // fp32 logits written for the sampler
   lm.memory_s = lm.bytes / bandwidth_;
@@ -120,7 +124,11 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
   // Memory-bound glue, per layer: two fused add+RMSNorms (read x and residual,
   // write both: 4h) and SwiGLU (read gate and up, write one: 3I); plus the
   // embedding rows gathered and the final norm.
-  const double glue_bytes = L * T * ab * (8 * h + 3 * I) + T * h * (wb + 2 * ab);
+  const MoeConfig& moe = model_.moe;
+  const double moe_width = (static_cast<double>(moe.experts_per_token) * moe.expert_intermediate +
+                            static_cast<double>(moe.num_shared_experts) * moe.shared_intermediate) / tp_;
+  const double glue_bytes =
+      L * T * ab * 8 * h + T * ab * 3 * (Ld * I + Lm * moe_width) + T * h * (wb + 2 * ab);
   cost.ops[k++] = make_op("elementwise", false, 0, glue_bytes, gemm_flops_, bandwidth_);
 
   for (const OpCost& o : cost.ops) {
@@ -143,6 +151,42 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
   return cost;
 }
 
+double RooflineCostModel::experts_touched(double tokens) const {
+  const double E = model_.moe.num_experts, k = model_.moe.experts_per_token;
+  if (E <= 0 || tokens <= 0) return 0;
+  return E * (1.0 - std::pow(1.0 - k / E, tokens));
+}
+
+void RooflineCostModel::add_experts(double T, double layers, OpCost& gate_up, OpCost& down) const {
+  const MoeConfig& m = model_.moe;
+  const double h = model_.hidden_size, E = m.num_experts, k = m.experts_per_token, Ie = m.expert_intermediate;
+  const double wb = model_.dtype_bytes(), ab = activation_bytes(model_), tp = tp_;
+  const double touched = experts_touched(T);
+  // Routed experts: each split TP ways; a step reads the weights of the experts
+  // its tokens touch and computes T * k token-expert pairs.
+  double up_flops = 2 * T * k * h * 2 * Ie / tp, up_bytes = touched * h * 2 * Ie * wb / tp + T * h * ab + T * k * 2 * Ie * ab / tp;
+  double down_flops = 2 * T * k * Ie * h / tp, down_bytes = touched * Ie * h * wb / tp + T * k * Ie * ab / tp + T * k * h * ab;
+  // The router (replicated): a T x E GEMM and its fp32 scores.
+  up_flops += 2 * T * h * E;
+  up_bytes += h * E * wb + T * E * 4;
+  // Shared experts: every token, like a dense MLP of their total width.
+  const double S = static_cast<double>(m.num_shared_experts) * m.shared_intermediate / tp;
+  if (S > 0) {
+    up_flops += 2 * T * h * 2 * S;
+    up_bytes += h * 2 * S * wb + T * 2 * S * ab;
+    down_flops += 2 * T * S * h;
+    down_bytes += S * h * wb + T * S * ab;
+  }
+  gate_up.flops += layers * up_flops;
+  gate_up.bytes += layers * up_bytes;
+  down.flops += layers * down_flops;
+  down.bytes += layers * down_bytes;
+  for (OpCost* o : {&gate_up, &down}) {
+    o->compute_s = o->flops / gemm_flops_;
+    o->memory_s = o->bytes / bandwidth_;
+  }
+}
+
 DecodeCrossover RooflineCostModel::decode_crossover(int context) const {
   const StepCost one = breakdown(decode_shape(1, context));
   const StepCost two = breakdown(decode_shape(2, context));
@@ -150,6 +194,26 @@ DecodeCrossover RooflineCostModel::decode_crossover(int context) const {
   x.context = context;
   x.dense_batch = crossing(one.dense_compute_s(), two.dense_compute_s(), one.dense_memory_s(), two.dense_memory_s());
   x.step_batch = crossing(one.compute_s, two.compute_s, one.memory_s, two.memory_s);
+  if (model_.moe.enabled()) {
+    // The experts' weight bytes grow with the batch until every expert is
+    // touched, so the terms are not linear in B: bisect on B instead.
+    auto first_compute_bound = [&](bool dense_only) {
+      auto excess = [&](double b) {
+        const StepCost c = breakdown(decode_shape(static_cast<int>(b), context));
+        return dense_only ? c.dense_compute_s() - c.dense_memory_s() : c.compute_s - c.memory_s;
+      };
+      double lo = 1, hi = 1 << 16;
+      if (excess(lo) >= 0) return lo;
+      if (excess(hi) < 0) return std::numeric_limits<double>::infinity();
+      while (hi - lo > 1) {
+        const double mid = std::floor(0.5 * (lo + hi));
+        (excess(mid) < 0 ? lo : hi) = mid;
+      }
+      return hi;  // the smallest batch (an integer) at which compute time reaches memory time
+    };
+    x.dense_batch = first_compute_bound(true);
+    x.step_batch = first_compute_bound(false);
+  }
   return x;
 }
 

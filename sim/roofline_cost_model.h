@@ -5,6 +5,10 @@
 // one after another, so the step is their sum plus the TP all-reduces plus the
 // spec's per-step overhead. Ops, summed over layers:
 //   qkv_proj, o_proj, mlp_gate_up, mlp_down   GEMMs over all T new tokens; weights read once per step
+//                                             (MoE layers: the router, the shared experts, and the
+//                                             routed experts the step's tokens touch, E (1 - (1 - k/E)^T)
+//                                             of E in expectation under uniform top-k routing; T k
+//                                             token-expert pairs of FLOPs)
 //   lm_head                                   GEMM over the rows that sample only
 //   attn_prefill, attn_decode                 4*Hq*d*n*(c+(n+1)/2) FLOPs (causal QK^T and PV) and
 //                                             2*Hkv*d*(c+n) K/V elements read, per sequence and layer
@@ -49,7 +53,9 @@ struct StepCost {
 };
 
 // Where decode turns compute-bound: the batch size B* at which compute(B*) = memory(B*).
-// Both terms are linear in B at a fixed context, so B* is exact (not rounded).
+// Both terms are linear in B at a fixed context, so B* is exact (not rounded);
+// for MoE models, whose expert bytes grow with B, it is the smallest integer
+// batch (up to 65,536) at which compute reaches memory.
 struct DecodeCrossover {
   int context = 0;
   double dense_batch = 0;  // weight GEMMs only: weights vs FLOPs; independent of context
@@ -69,12 +75,16 @@ class RooflineCostModel : public CostModel {
   StepCost breakdown(const StepShape& shape) const;
   DecodeCrossover decode_crossover(int context) const;
 
+  // Routed experts a step of `tokens` tokens touches, in expectation (uniform top-k routing).
+  double experts_touched(double tokens) const;
+
   const HardwareSpec& hardware() const { return hw_; }
   const ModelConfig& model() const { return model_; }
   int tensor_parallel() const { return tp_; }
 
  private:
   double all_reduce_s(double bytes) const;
+  void add_experts(double tokens, double layers, OpCost& gate_up, OpCost& down) const;
 
   HardwareSpec hw_;
   ModelConfig model_;

@@ -11,6 +11,11 @@ namespace testbed {
 
 void for_each_weight(const ModelConfig& c, LlamaWeights& w,
                      const std::function<void(const std::string&, Tensor&, const std::vector<int64_t>&, bool)>& fn) {
+  // The executors run dense decoders; experts are modelled by the simulator only.
+  require(!c.moe.enabled(), "model.config",
+          c.name + " is a mixture-of-experts model (" + std::to_string(c.moe.num_experts) + " experts, top-" +
+              std::to_string(c.moe.experts_per_token) +
+              "): the CPU and CUDA executors run dense models only; simulate it (executor.kind = sim)");
   const int64_t h = c.hidden_size, inter = c.intermediate_size, q = c.q_size(), kv = c.kv_size();
   fn("model.embed_tokens.weight", w.embed, {c.vocab_size, h}, false);
   w.layers.resize(c.num_layers);

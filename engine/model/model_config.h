@@ -1,5 +1,15 @@
 // ModelConfig: a Llama-family decoder's architecture, read from a Hugging Face
-// config.json (Llama 2/3.x, Qwen2/3 and their kin: RMSNorm, RoPE, GQA, SwiGLU).
+// config.json (Llama 2/3.x, Mistral, Qwen2/3 and their kin: RMSNorm, RoPE, GQA,
+// SwiGLU), and the mixture-of-experts variants of that decoder: Mixtral
+// (num_local_experts, num_experts_per_tok, intermediate_size per expert),
+// Qwen2/3-MoE (num_experts, moe_intermediate_size, shared_expert_intermediate_size,
+// decoder_sparse_step, mlp_only_layers) and DeepSeekMoE (n_routed_experts,
+// n_shared_experts, moe_intermediate_size, first_k_dense_replace).
+//
+// What the testbed does not model is an error naming the field, never a
+// silently different model: an `architectures` entry outside the list in
+// model_config.cpp, multi-head latent attention (kv_lora_rank: DeepSeek-V2/V3),
+// sliding-window attention, MoE every n-th layer in DeepSeek's moe_layer_freq.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +23,17 @@ struct RopeScaling {
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int original_max_position_embeddings = 8192;
+};
+
+// The experts of a mixture-of-experts MLP (num_experts = 0: a dense model).
+struct MoeConfig {
+  int num_experts = 0;          // routed experts per MoE layer
+  int experts_per_token = 0;    // top-k routing
+  int expert_intermediate = 0;  // each routed expert's SwiGLU width
+  int num_shared_experts = 0;   // experts every token also runs (DeepSeek, Qwen2-MoE)
+  int shared_intermediate = 0;  // each shared expert's width
+  int num_dense_layers = 0;     // layers with a dense MLP of intermediate_size instead
+  bool enabled() const { return num_experts > 0; }
 };
 
 struct ModelConfig {
@@ -33,6 +54,8 @@ struct ModelConfig {
   bool qk_norm = false;  // Qwen3: RMSNorm over each head of q and k before RoPE
   double initializer_range = 0.02;
   std::string torch_dtype = "bfloat16";
+  std::string architecture;  // architectures[0] ("" when the file names none: a Llama)
+  MoeConfig moe;
 
   // Parses config.json; throws ConfigError naming the file and the field.
   static ModelConfig from_json_file(const std::string& path);
@@ -40,8 +63,12 @@ struct ModelConfig {
 
   int q_size() const { return num_heads * head_dim; }
   int kv_size() const { return num_kv_heads * head_dim; }
-  int64_t num_params() const;          // including embeddings and LM head
-  int64_t num_layer_params() const;    // one decoder layer
+  int64_t num_params() const;          // including embeddings and LM head (every expert)
+  int64_t num_active_params() const;   // what one token runs through (its top-k experts only)
+  int64_t num_layer_params() const;    // one decoder layer (a MoE layer when the model has experts)
+  int num_moe_layers() const { return moe.enabled() ? num_layers - moe.num_dense_layers : 0; }
+  int num_dense_mlp_layers() const { return num_layers - num_moe_layers(); }
+  int64_t attention_params() const;    // one layer's projections and norms
   int dtype_bytes() const;             // of torch_dtype
   // K and V bytes per token over all layers, at `bytes` per element.
   int64_t kv_bytes_per_token(int bytes) const { return 2LL * num_layers * kv_size() * bytes; }

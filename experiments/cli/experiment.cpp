@@ -118,7 +118,7 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) 
   FleetCostFacts& facts = result.facts;
   facts.num_instances = n;
   facts.gpus_per_instance = config.cost_model.tensor_parallel;
-  facts.flops_per_prompt_token = 2.0 * static_cast<double>(setup.model.num_params());
+  facts.flops_per_prompt_token = 2.0 * static_cast<double>(setup.model.num_active_params());
   // Prefill runs on the first pool (the one that takes arrivals).
   facts.prefill_s_per_token = prefill_seconds_per_token(setup.instance(0).cost_model.get());
   facts.requests_per_day = config.requests_per_day;

@@ -106,3 +106,69 @@ TEST_CASE("truncated or mismatched safetensors files are clear errors", "[safete
   CHECK_THROWS_WITH(load_safetensors_weights(deeper, good), Catch::Contains("missing tensor") && Catch::Contains("model.layers.2."));
   CHECK_THROWS_AS(load_safetensors_weights(cfg, (dir / "absent.safetensors").string()), ConfigError);
 }
+
+TEST_CASE("mixture-of-experts configs parse: Mixtral, Qwen3-MoE, Qwen2-MoE, DeepSeekMoE", "[model_config][moe]") {
+  const ModelConfig mix = ModelConfig::from_json_file("experiments/models/mixtral-8x7b.json");
+  REQUIRE(mix.moe.enabled());
+  CHECK(mix.architecture == "MixtralForCausalLM");
+  CHECK(mix.moe.num_experts == 8);
+  CHECK(mix.moe.experts_per_token == 2);
+  CHECK(mix.moe.expert_intermediate == 14336);
+  CHECK(mix.num_moe_layers() == 32);
+  CHECK(mix.num_params() == Approx(46.7e9).epsilon(0.01));         // Mixtral 8x7B: 46.7 B parameters
+  CHECK(mix.num_active_params() == Approx(12.9e9).epsilon(0.01));  // 12.9 B active per token
+  const ModelConfig q = ModelConfig::from_json_file("experiments/models/qwen3-30b-a3b.json");
+  CHECK(q.moe.num_experts == 128);
+  CHECK(q.moe.experts_per_token == 8);
+  CHECK(q.moe.expert_intermediate == 768);
+  CHECK(q.qk_norm);
+  CHECK(q.num_params() == Approx(30.5e9).epsilon(0.01));        // Qwen3-30B-A3B: 30.5 B total
+  CHECK(q.num_active_params() == Approx(3.3e9).epsilon(0.03));  // 3.3 B activated
+  // Qwen2-MoE: one shared expert of its own width, every other layer dense (decoder_sparse_step 2), layer 0 dense too.
+  const ModelConfig q2 = ModelConfig::from_json_text(
+      R"({"architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "hidden_size": 64,
+          "intermediate_size": 256, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 128,
+          "num_experts": 6, "num_experts_per_tok": 2, "decoder_sparse_step": 2, "mlp_only_layers": [1],
+          "num_hidden_layers": 4, "num_attention_heads": 4, "vocab_size": 100})",
+      "q2.json");
+  CHECK(q2.moe.num_shared_experts == 1);
+  CHECK(q2.moe.shared_intermediate == 128);
+  CHECK(q2.num_moe_layers() == 1);  // layers 1 and 3 sparse by step, layer 1 dense by mlp_only_layers
+  // One MoE layer by hand: router 64 x 6, six experts and the shared one of 3 x 64 x width.
+  CHECK(q2.num_layer_params() == q2.attention_params() + 64 * 6 + 3 * 64 * (6 * 32 + 128));
+  // DeepSeekMoE: shared experts of the routed width, the first layers dense.
+  const ModelConfig ds = ModelConfig::from_json_text(
+      R"({"architectures": ["DeepseekForCausalLM"], "model_type": "deepseek", "hidden_size": 64,
+          "intermediate_size": 256, "moe_intermediate_size": 16, "n_routed_experts": 16, "n_shared_experts": 2,
+          "num_experts_per_tok": 4, "first_k_dense_replace": 1, "moe_layer_freq": 1,
+          "num_hidden_layers": 3, "num_attention_heads": 4, "vocab_size": 100})",
+      "ds.json");
+  CHECK(ds.moe.num_shared_experts == 2);
+  CHECK(ds.moe.shared_intermediate == 16);
+  CHECK(ds.num_moe_layers() == 2);
+  CHECK(ds.num_active_params() ==
+        ds.num_params() - 2 * (3 * 64 * 16 * (16 - 4)));  // the 12 experts a token skips, in each MoE layer
+}
+
+TEST_CASE("unsupported architectures and attention are errors naming the field", "[model_config][moe]") {
+  const std::string dims = R"("hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+                               "num_attention_heads": 4, "vocab_size": 100)";
+  auto parse = [&](const std::string& extra) { return ModelConfig::from_json_text("{" + dims + ", " + extra + "}", "m.json"); };
+  CHECK_THROWS_WITH(parse(R"("architectures": ["GPT2LMHeadModel"])"),
+                    Catch::Contains("m.json") && Catch::Contains("architectures") && Catch::Contains("GPT2LMHeadModel"));
+  CHECK_THROWS_WITH(parse(R"("architectures": ["DeepseekV3ForCausalLM"])"), Catch::Contains("architectures"));
+  CHECK_THROWS_WITH(parse(R"("kv_lora_rank": 512)"), Catch::Contains("kv_lora_rank"));
+  CHECK_THROWS_WITH(parse(R"("model_type": "mistral", "sliding_window": 4096)"), Catch::Contains("sliding_window"));
+  CHECK_THROWS_WITH(parse(R"("use_sliding_window": true)"), Catch::Contains("sliding_window"));
+  CHECK_THROWS_WITH(parse(R"("num_local_experts": 8)"), Catch::Contains("num_experts_per_tok"));
+  CHECK_THROWS_WITH(parse(R"("num_experts": 8, "num_experts_per_tok": 2)"), Catch::Contains("moe_intermediate_size"));
+  CHECK_THROWS_WITH(parse(R"("num_local_experts": 4, "num_experts_per_tok": 5)"), Catch::Contains("num_experts_per_tok"));
+  CHECK_THROWS_WITH(parse(R"("n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 8, "moe_layer_freq": 2)"),
+                    Catch::Contains("moe_layer_freq"));
+  CHECK_THROWS_WITH(parse(R"("num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 8, "mlp_only_layers": [5])"),
+                    Catch::Contains("mlp_only_layers"));
+  CHECK_NOTHROW(parse(R"("num_experts": 0)"));  // a dense config that carries the key
+  // The executors run dense models only.
+  const ModelConfig mix = ModelConfig::from_json_file("experiments/models/mixtral-8x7b.json");
+  CHECK_THROWS_WITH(make_dummy_weights(mix, 1), Catch::Contains("mixture-of-experts") && Catch::Contains("model.config"));
+}

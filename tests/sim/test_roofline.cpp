@@ -297,3 +297,37 @@ TEST_CASE("roofline CLI prints the knee and writes the curve", "[roofline]") {
   CHECK(bad_tp.first == 2);
   CHECK(bad_tp.second.find("--tp") != std::string::npos);
 }
+
+TEST_CASE("roofline counts the expert weights a step touches: Mixtral by hand", "[roofline][moe]") {
+  const ModelConfig m = model("mixtral-8x7b");
+  const RooflineCostModel cost(h100_without_overhead(), m, 1);
+  const double h = 4096, I = 14336, L = 32, E = 8, ab = 2, wb = 2;
+  // Batch 1: one token picks 2 of 8 experts, so 8 (1 - (1 - 2/8)^1) = 2 experts' weights are read.
+  CHECK(cost.experts_touched(1) == Approx(2.0));
+  const StepCost one = cost.breakdown(decode_shape(1, 100));
+  const double up1 = L * (2 * h * 2 * I * wb + h * ab + 2 * 2 * I * ab + h * E * wb + E * 4);
+  const double down1 = L * (2 * I * h * wb + 2 * I * ab + 2 * h * ab);
+  CHECK(one.op("mlp_gate_up").bytes == Approx(up1));
+  CHECK(one.op("mlp_down").bytes == Approx(down1));
+  CHECK(one.op("mlp_gate_up").flops == Approx(L * (2 * 2 * h * 2 * I + 2 * h * E)));
+  // 512 tokens touch every expert: all 8 experts' weights, 1024 token-expert pairs.
+  const StepCost big = cost.breakdown(decode_shape(512, 100));
+  CHECK(cost.experts_touched(512) == Approx(8.0).epsilon(1e-12));
+  const double T = 512;
+  const double up = L * (8 * h * 2 * I * wb + T * h * ab + T * 2 * 2 * I * ab + h * E * wb + T * E * 4);
+  CHECK(big.op("mlp_gate_up").bytes == Approx(up).epsilon(1e-9));
+  CHECK(big.op("mlp_gate_up").flops == Approx(L * (2 * T * 2 * h * 2 * I + 2 * T * h * E)));
+  // Memory holds all experts: 46.7 B parameters.
+  CHECK(weight_bytes_per_gpu(m, 1) == Approx(m.num_params() * 2.0));
+  CHECK(weight_bytes_per_gpu(m, 2) == Approx(m.num_params() * 2.0 / 2).epsilon(0.01));
+  // The knee: weights are reused by T k / E tokens, so a MoE model turns
+  // compute-bound at a batch about E / k times a dense model's.
+  const double dense_knee = RooflineCostModel(h100_without_overhead(), model("llama-3.1-8b"), 1).decode_crossover(1024).dense_batch;
+  const double knee = cost.decode_crossover(1024).dense_batch;
+  CHECK(knee > 3 * dense_knee);
+  CHECK(knee < 5 * dense_knee);
+  const StepCost at = cost.breakdown(decode_shape(static_cast<int>(knee), 1024));
+  CHECK(at.dense_compute_s() >= at.dense_memory_s());
+  const StepCost below = cost.breakdown(decode_shape(static_cast<int>(knee) - 1, 1024));
+  CHECK(below.dense_compute_s() < below.dense_memory_s());
+}

@@ -41,6 +41,21 @@ TEST_CASE("the Llama-2-7B H100 points reproduce within the goal with the calibra
   REQUIRE(fs::exists(dir / "cal" / "points" / "general-1" / "results.h5"));
 }
 
+TEST_CASE("Mixtral-8x7B on two H100s, out of the calibration's sample, stays close", "[cli][fidelity][moe]") {
+  // The spec was calibrated on Llama-2-7B only; Mixtral's experts, TP 2 and
+  // its all-reduces are predicted. Measured means only (TTFT, TPOT, E2E).
+  const fs::path dir = testbed_test::scratch_dir("testbed_calibrate", "mixtral");
+  const Outcome o = run_cli("fidelity experiments/fidelity_mixtral.ini --measured "
+                            "experiments/measured/vllm_h100_mixtral_8x7b.csv --output " + (dir / "m").string());
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  const auto summary = read_group(dir / "m" / "fidelity.h5", "summary");
+  CHECK(summary.at("@median_abs_err_tpot_mean_ms")[0] <= 0.05);
+  CHECK(summary.at("@median_abs_err_e2e_mean_ms")[0] <= 0.05);
+  CHECK(summary.at("@median_abs_err_ttft_mean_ms")[0] <= 0.10);
+  CHECK(summary.count("@median_abs_err_ttft_p99_ms") == 0);  // not measured: no error is made up
+}
+
 TEST_CASE("calibration recovers the parameters that generated synthetic points", "[cli][fidelity]") {
   // Points simulated with a known spec (step overhead 3 ms, a 4 ms front end
   // before the engine, tokens visible one step late) are the "measurements";

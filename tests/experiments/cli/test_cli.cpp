@@ -72,6 +72,8 @@ TEST_CASE("config errors name the key or file and exit 2 and write nothing", "[c
   std::ofstream(dir / "badvalue.ini") << "[scheduler]\nmax_num_seqs = many\n";
   std::ofstream(dir / "zero.ini") << "[scheduler]\nmax_num_seqs = 0\n";
   std::ofstream(dir / "nomodel.ini") << "[model]\nconfig = nowhere/config.json\n[cache]\nnum_blocks = 10\n";
+  std::ofstream(dir / "gpt2.json") << R"({"architectures": ["GPT2LMHeadModel"], "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100})";
   const std::vector<Case> cases = {
       {"run " + (dir / "missing.ini").string(), "missing.ini"},
       {"run " + (dir / "unknown.ini").string(), "scheduler.bogus_key"},
@@ -92,6 +94,10 @@ TEST_CASE("config errors name the key or file and exit 2 and write nothing", "[c
        "spec.draft_config"},
       {"run " + ini.string() + " --spec.method=ngram --spec.num_tokens=0", "spec.num_tokens"},
       {"run " + ini.string() + " --spec.verify=rejection", "spec.verify"},
+      {"run " + ini.string() + " --model.config=" + (dir / "gpt2.json").string(), "architectures"},
+      // A mixture-of-experts model on a real executor: the executors run dense models only.
+      {"run " + ini.string() + " --model.config=experiments/models/mixtral-8x7b.json --executor.timing=measured",
+       "mixture-of-experts"},
       {"run " + ini.string() + " --spec.method=ngram --spec.verify=typical", "spec.verify"},
       {"run " + ini.string() + " --executor.kind=sim --spec.method=ngram --spec.acceptance=fixed:0.5 --spec.verify=rejection",
        "spec.verify"},
