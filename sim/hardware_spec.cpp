@@ -23,6 +23,8 @@ void bind_spec(OptionTable& t, HardwareSpec& s) {
   t.add("compute.fp32_tflops", &s.fp32_tflops, "fp32 peak (CUDA cores), TFLOP/s");
   t.add("compute.efficiency", &s.compute_efficiency, "achieved / peak for GEMMs");
   t.add("compute.attention_efficiency", &s.attention_efficiency, "achieved / peak for attention");
+  t.add("compute.overlap_exponent", &s.overlap_exponent,
+        "weight GEMM time = (compute^p + memory^p)^(1/p); 0 = max(compute, memory)");
   t.add_required("memory.capacity_gib", &s.memory_gib, "device memory, GiB");
   t.add_required("memory.bandwidth_gbps", &s.bandwidth_gbps, "HBM peak, GB/s");
   t.add("memory.efficiency", &s.memory_efficiency, "achieved / peak for streaming reads");
@@ -31,6 +33,14 @@ void bind_spec(OptionTable& t, HardwareSpec& s) {
   t.add("interconnect.efficiency", &s.link_efficiency, "achieved all-reduce bus bandwidth / link");
   t.add("interconnect.latency_s", &s.link_latency_s, "fixed cost of one small all-reduce");
   t.add("step.overhead_s", &s.step_overhead_s, "host scheduling + launch per engine step");
+  t.add("step.layer_overhead_s", &s.layer_overhead_s, "fixed device seconds per decoder layer per step");
+  const char* degrees[] = {"tp2", "tp4", "tp8"};
+  for (int i = 0; i < 3; ++i) {
+    t.add(std::string("all_reduce.") + degrees[i] + "_latency_s", &s.all_reduce_latency_s[i],
+          "measured all-reduce latency at this TP degree (0: interconnect.*)");
+    t.add(std::string("all_reduce.") + degrees[i] + "_bus_gbps", &s.all_reduce_bus_gbps[i],
+          "measured all-reduce bus bandwidth at this TP degree, GB/s (0: interconnect.*)");
+  }
   t.add("cost.price_per_gpu_hour_usd", &s.price_per_gpu_hour, "rental price, USD per GPU-hour (0: unknown)");
   t.add("power.tdp_w", &s.tdp_w, "board thermal design power, W (0: unknown)");
   t.add("serving.request_s", &s.serving_request_s, "front end: seconds before the engine sees a request");
@@ -95,6 +105,17 @@ void HardwareSpec::validate() const {
   require_fraction(link_efficiency, "interconnect.efficiency");
   require_finite_at_least(link_latency_s, 0, "interconnect.latency_s");
   require_finite_at_least(step_overhead_s, 0, "step.overhead_s");
+  require_finite_at_least(layer_overhead_s, 0, "step.layer_overhead_s");
+  require(overlap_exponent == 0 || (std::isfinite(overlap_exponent) && overlap_exponent >= 1 && overlap_exponent <= 64),
+          "compute.overlap_exponent", "must be 0 (max) or in [1, 64]");
+  const char* degrees[] = {"tp2", "tp4", "tp8"};
+  for (int i = 0; i < 3; ++i) {
+    const std::string k = std::string("all_reduce.") + degrees[i];
+    require_finite_at_least(all_reduce_latency_s[i], 0, k + "_latency_s");
+    require_finite_at_least(all_reduce_bus_gbps[i], 0, k + "_bus_gbps");
+    require((all_reduce_latency_s[i] > 0) == (all_reduce_bus_gbps[i] > 0), k + "_bus_gbps",
+            "give both " + k + "_latency_s and " + k + "_bus_gbps, or neither");
+  }
   require_finite_at_least(price_per_gpu_hour, 0, "cost.price_per_gpu_hour_usd");
   require_finite_at_least(tdp_w, 0, "power.tdp_w");
   require_finite_at_least(serving_request_s, 0, "serving.request_s");
@@ -126,6 +147,21 @@ double HardwareSpec::attention_flops(const std::string& torch_dtype) const {
   const bool eight_bit = torch_dtype == "float8_e4m3fn" || torch_dtype == "int8";
   const double gemm = matmul_flops(eight_bit ? "bfloat16" : torch_dtype);
   return gemm / compute_efficiency * attention_efficiency;
+}
+
+double HardwareSpec::all_reduce_s(int tp, double bytes) const {
+  if (tp <= 1) return 0;
+  const double share = 2.0 * (tp - 1) / tp * bytes;  // ring: each GPU sends and receives this much
+  const int i = tp == 2 ? 0 : tp == 4 ? 1 : tp == 8 ? 2 : -1;
+  if (i >= 0 && all_reduce_bus_gbps[i] > 0) return all_reduce_latency_s[i] + share / (all_reduce_bus_gbps[i] * 1e9);
+  return share / achieved_link_bandwidth() + link_latency_s;
+}
+
+double HardwareSpec::combine(double c, double m) const {
+  if (overlap_exponent == 0) return c > m ? c : m;
+  if (c <= 0 || m <= 0) return c + m;
+  const double hi = c > m ? c : m, lo = c > m ? m : c;
+  return hi * std::pow(1.0 + std::pow(lo / hi, overlap_exponent), 1.0 / overlap_exponent);
 }
 
 double HardwareSpec::memory_bytes() const { return memory_gib * 1024.0 * 1024.0 * 1024.0; }

@@ -8,9 +8,18 @@
 //   [device]        name
 //   [compute]       bf16_tflops fp16_tflops fp8_tflops int8_tops tf32_tflops fp32_tflops
 //                   efficiency attention_efficiency
+//                   overlap_exponent   how a weight GEMM's compute and memory times combine:
+//                                      0 (default) max(c, m), the classic roofline; p >= 1
+//                                      (c^p + m^p)^(1/p), 1 = no overlap (fitted by testbed calibrate)
 //   [memory]        capacity_gib bandwidth_gbps efficiency reserve_gib
 //   [interconnect]  bandwidth_gbps efficiency latency_s
+//   [all_reduce]    tp2_latency_s tp2_bus_gbps, tp4_..., tp8_...  (optional, 0 = unset)
+//                   measured all-reduce within one node at that TP degree:
+//                   latency + 2 (TP - 1) / TP * bytes / bus bandwidth; unset
+//                   degrees use interconnect.*
 //   [step]          overhead_s
+//                   layer_overhead_s   fixed seconds per decoder layer per step (the kernels'
+//                                      launch and ramp, measured per op; 0 = none)
 //   [cost]          price_per_gpu_hour_usd   (optional, 0 = unknown)
 //   [power]         tdp_w                    (optional, 0 = unknown)
 //   [serving]       request_s output_lag_steps output_s   (optional, 0: the engine alone)
@@ -50,6 +59,15 @@ struct HardwareSpec {
   double link_latency_s = 0;      // fixed cost of one small all-reduce
 
   double step_overhead_s = 0;     // step.overhead_s: host scheduling + launch per engine step
+  double layer_overhead_s = 0;    // step.layer_overhead_s: fixed device cost per decoder layer per step
+  double overlap_exponent = 0;    // compute.overlap_exponent: 0 = max(compute, memory)
+  // all_reduce.tp{2,4,8}_*: index 0 = TP 2, 1 = TP 4, 2 = TP 8; 0 = unset.
+  double all_reduce_latency_s[3] = {0, 0, 0};
+  double all_reduce_bus_gbps[3] = {0, 0, 0};
+  // Seconds of one all-reduce of `bytes` over `tp` GPUs (the measured table when set).
+  double all_reduce_s(int tp, double bytes) const;
+  // A weight GEMM's time from its compute and memory times (compute.overlap_exponent).
+  double combine(double compute_s, double memory_s) const;
 
   // For cost and power studies only; the cost model does not read them.
   double price_per_gpu_hour = 0;  // cost.price_per_gpu_hour_usd: USD per GPU-hour; 0 = unknown

@@ -72,8 +72,9 @@ RooflineCostModel::RooflineCostModel(HardwareSpec hardware, ModelConfig model, i
 
 double RooflineCostModel::all_reduce_s(double bytes) const {
   // Ring all-reduce: each GPU sends and receives 2 (TP-1)/TP of the buffer
-  // (Patarasuk & Yuan, JPDC 2009); the latency term covers the small messages of decode.
-  return 2.0 * (tp_ - 1) / tp_ * bytes / hw_.achieved_link_bandwidth() + hw_.link_latency_s;
+  // (Patarasuk & Yuan, JPDC 2009); the latency term covers the small messages
+  // of decode. A measured table for this TP degree replaces both terms.
+  return hw_.all_reduce_s(tp_, bytes);
 }
 
 StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
@@ -134,7 +135,7 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
   for (const OpCost& o : cost.ops) {
     cost.compute_s += o.compute_s;
     cost.memory_s += o.memory_s;
-    cost.roofline_s += o.time_s();
+    cost.roofline_s += o.is_dense ? hw_.combine(o.compute_s, o.memory_s) : o.time_s();
   }
   if (tp_ > 1) {
     // Two all-reduces of the T x h activations per layer (after o_proj and
@@ -146,7 +147,7 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
       cost.comm_s += (tp_ - 1.0) / tp_ * rows * model_.vocab_size * 4.0 / hw_.achieved_link_bandwidth() +
                      hw_.link_latency_s;
   }
-  cost.overhead_s = hw_.step_overhead_s;
+  cost.overhead_s = hw_.step_overhead_s + L * hw_.layer_overhead_s;
   cost.total_s = cost.roofline_s + cost.comm_s + cost.overhead_s;
   return cost;
 }

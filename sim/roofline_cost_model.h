@@ -13,6 +13,8 @@
 //   attn_prefill, attn_decode                 4*Hq*d*n*(c+(n+1)/2) FLOPs (causal QK^T and PV) and
 //                                             2*Hkv*d*(c+n) K/V elements read, per sequence and layer
 //   elementwise                               RMSNorms, residual adds, SwiGLU, embedding rows (bytes only)
+// A weight GEMM costs hw.combine(compute, memory): max() unless the spec fits
+// compute.overlap_exponent; each decoder layer adds step.layer_overhead_s.
 // Also here: the decode batch size at which decode turns compute-bound (KV
 // capacity from memory is sim/memory_planner.h). `testbed roofline` prints both.
 #pragma once
@@ -44,7 +46,7 @@ struct StepCost {
   double memory_s = 0;      // sum of the ops' memory times
   double roofline_s = 0;    // sum over ops of max(compute, memory)
   double comm_s = 0;        // tensor-parallel all-reduces (and the logits gather)
-  double overhead_s = 0;    // per-step host overhead from the spec
+  double overhead_s = 0;    // the spec's per-step host overhead plus its per-layer fixed cost
   double total_s = 0;       // roofline_s + comm_s + overhead_s
 
   const OpCost& op(const std::string& name) const;  // throws std::out_of_range for an unknown name

@@ -1,8 +1,20 @@
-// testbed calibrate SIM_CONFIG.ini --measured TABLE.csv --output CALIBRATED.ini [--section.key=value ...]
+// testbed calibrate SIM_CONFIG.ini [--profiles A.csv,B.csv] [--network ALL_REDUCE.csv]
+//                   [--measured TABLE.csv] --output CALIBRATED.ini [--section.key=value ...]
 //
-// Fits the serving parameters of the config's hardware spec to measured
-// serving points (experiments/cli/measured_table.h), by simulating every point
-// with the config (roofline cost model) and:
+// Fits the config's hardware spec, in this order:
+//
+// From per-operator profiles (--profiles: Vidur mlp.csv files of one GPU,
+// sim/calibration.h): the weight GEMMs' compute.efficiency,
+// memory.efficiency, compute.overlap_exponent and per-kernel fixed cost, and
+// each elementwise op's fixed cost; step.layer_overhead_s is the fixed cost
+// of one layer's four GEMMs and five elementwise kernels.
+//
+// From all-reduce times (--network: a Vidur all_reduce.csv): per TP degree
+// 2, 4, 8 within one node, all_reduce.tpN_latency_s and _bus_gbps.
+//
+// From measured serving points (--measured, experiments/cli/measured_table.h),
+// by simulating every point with the config (roofline cost model) and the
+// spec fitted so far:
 //   1. step.overhead_s, the host cost of an engine step: the value that makes
 //      the mean signed relative error of TPOT over the points zero (bisection:
 //      TPOT grows with it);
@@ -25,6 +37,7 @@
 #include "experiments/cli/command.h"
 #include "experiments/cli/experiment.h"
 #include "experiments/cli/measured_table.h"
+#include "sim/calibration.h"
 #include "sim/hardware_spec.h"
 
 namespace fs = std::filesystem;
@@ -146,28 +159,121 @@ class Calibrator {
   std::vector<std::string> fits_;
 };
 
+std::string fmt4(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.4g", v);
+  return b;
+}
+
+std::string quality_text(const FitQuality& q) {
+  return "median |error| " + fmt4(100 * q.median_abs_rel) + "%, p90 " + fmt4(100 * q.p90_abs_rel) + "%, " +
+         std::to_string(q.samples) + " samples";
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = s.find(',', start);
+    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+// The device terms from per-operator profiles; returns what was fitted, as lines.
+std::vector<std::string> fit_profiles(const std::vector<std::string>& paths, HardwareSpec& hw) {
+  std::vector<OpSample> gemms;
+  std::map<std::string, std::vector<OpSample>> elementwise;
+  for (const std::string& p : paths) {
+    const VidurOpProfile prof = read_vidur_mlp_csv(p);
+    const std::vector<OpSample> g = vidur_gemm_samples(prof);
+    gemms.insert(gemms.end(), g.begin(), g.end());
+    for (auto& [op, v] : vidur_elementwise_samples(prof)) elementwise[op].insert(elementwise[op].end(), v.begin(), v.end());
+  }
+  // The profiles are 16-bit: the bf16 peak (fp16's is the same on these GPUs).
+  const GemmFit f = fit_gemms(gemms, hw.bf16_tflops * 1e12, hw.bandwidth_gbps * 1e9);
+  hw.compute_efficiency = f.compute_efficiency;
+  hw.memory_efficiency = f.memory_efficiency;
+  hw.overlap_exponent = f.overlap_exponent;
+  std::vector<std::string> lines;
+  lines.push_back("compute.efficiency = " + fmt4(f.compute_efficiency) + ", memory.efficiency = " +
+                  fmt4(f.memory_efficiency) + ", compute.overlap_exponent = " + fmt4(f.overlap_exponent) +
+                  ", GEMM kernel " + fmt4(1e6 * f.kernel_s) + " us (weight GEMMs: " + quality_text(f.quality) + ")");
+  double layer = 4 * f.kernel_s;
+  for (const auto& [op, samples] : elementwise) {
+    std::vector<std::pair<double, double>> xy;
+    for (const OpSample& s : samples) xy.push_back({s.bytes, s.seconds});
+    const LineFit l = fit_line_relative(xy);
+    const double fixed = std::max(0.0, l.intercept);
+    layer += fixed;
+    lines.push_back("  " + op + ": " + fmt4(1e6 * fixed) + " us + bytes at " +
+                    fmt4(l.slope > 0 ? 1e-9 / l.slope : 0) + " GB/s (" + quality_text(l.quality) + ")");
+  }
+  hw.layer_overhead_s = layer;
+  lines.push_back("step.layer_overhead_s = " + fmt4(layer) + " (4 GEMM kernels and 5 elementwise kernels per layer)");
+  return lines;
+}
+
+std::vector<std::string> fit_network(const std::string& path, HardwareSpec& hw) {
+  std::vector<std::string> lines;
+  for (const auto& [tp, samples] : read_vidur_all_reduce_csv(path)) {
+    const int i = tp == 2 ? 0 : tp == 4 ? 1 : tp == 8 ? 2 : -1;
+    if (i < 0) continue;
+    std::vector<std::pair<double, double>> xy;
+    for (const auto& [bytes, s] : samples) xy.push_back({2.0 * (tp - 1) / tp * bytes, s});
+    const LineFit l = fit_line_relative(xy);
+    require(l.slope > 0 && l.intercept >= 0, "--network",
+            path + ": the TP " + std::to_string(tp) + " all-reduce times do not fit latency + bytes / bandwidth");
+    hw.all_reduce_latency_s[i] = l.intercept;
+    hw.all_reduce_bus_gbps[i] = 1e-9 / l.slope;
+    lines.push_back("all_reduce.tp" + std::to_string(tp) + ": " + fmt4(1e6 * l.intercept) + " us + bytes at " +
+                    fmt4(1e-9 / l.slope) + " GB/s bus (" + quality_text(l.quality) + ")");
+  }
+  require(!lines.empty(), "--network", path + ": no all-reduce at TP 2, 4 or 8 within one node");
+  return lines;
+}
+
 int calibrate_command(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::cout << "usage: testbed calibrate SIM_CONFIG.ini --measured TABLE.csv --output CALIBRATED.ini "
-                 "[--section.key=value ...]\n\n"
-                 "Fits the config's hardware spec to measured serving points: step.overhead_s from TPOT,\n"
-                 "the front end (serving.request_s, serving.output_lag_steps) from TTFT; prints the\n"
-                 "residuals and writes the calibrated spec.\n";
+    std::cout << "usage: testbed calibrate SIM_CONFIG.ini [--profiles A.csv,B.csv] [--network ALL_REDUCE.csv]\n"
+                 "                 [--measured TABLE.csv] --output CALIBRATED.ini [--section.key=value ...]\n\n"
+                 "Fits the config's hardware spec: GEMM efficiencies, their overlap and per-layer fixed costs\n"
+                 "from per-operator profiles (Vidur mlp.csv), all-reduce latency and bandwidth per TP degree\n"
+                 "(Vidur all_reduce.csv), then step.overhead_s from measured TPOT and the front end\n"
+                 "(serving.request_s, serving.output_lag_steps) from measured TTFT; prints the residuals and\n"
+                 "writes the calibrated spec.\n";
     return args.empty() ? 2 : 0;
   }
-  std::string output, measured;
+  std::string output, measured, profiles, network;
   RunConfig config;
   OptionTable table;
   table.add_flag("output", &output, "the calibrated hardware spec to write (.ini)");
   table.add_flag("measured", &measured, "measured serving points (CSV)");
+  table.add_flag("profiles", &profiles, "per-operator profiles of one GPU (Vidur mlp.csv), comma-separated");
+  table.add_flag("network", &network, "all-reduce times (Vidur all_reduce.csv)");
   load_run_config(args[0], {args.begin() + 1, args.end()}, config, table);
-  require(!measured.empty(), "--measured", "calibrate needs the measured serving points (a CSV)");
+  require(!measured.empty() || !profiles.empty() || !network.empty(), "--measured",
+          "calibrate needs something to fit to: --profiles, --network and/or --measured");
   require(!output.empty(), "--output", "calibrate needs the file to write the calibrated spec to");
   require(config.cost_model.kind.name == "roofline" && !config.cost_model.hardware.empty(), "cost_model.kind",
           "calibrate fits a hardware spec: the config needs cost_model.kind = roofline with cost_model.hardware");
   require(!fs::is_directory(output), "--output", "'" + output + "' is a directory; give the .ini file to write");
-  const std::vector<MeasuredPoint> points = read_measured_table(measured);
-  const HardwareSpec base = HardwareSpec::from_ini_file(config.cost_model.hardware);
+  const std::vector<MeasuredPoint> points = measured.empty() ? std::vector<MeasuredPoint>{} : read_measured_table(measured);
+  HardwareSpec base = HardwareSpec::from_ini_file(config.cost_model.hardware);
+  // Device terms first: the serving fit then sees the calibrated device.
+  std::vector<std::string> device_fits;
+  if (!profiles.empty()) {
+    const std::vector<std::string> paths = split_list(profiles);
+    require(!paths.empty(), "--profiles", "no file named");
+    device_fits = fit_profiles(paths, base);
+  }
+  if (!network.empty()) {
+    const std::vector<std::string> lines = fit_network(network, base);
+    device_fits.insert(device_fits.end(), lines.begin(), lines.end());
+  }
   // Check the output is writable before the work.
   const std::string tmp = output + ".tmp";
   { std::ofstream probe(tmp); require(static_cast<bool>(probe), "--output", "cannot write '" + tmp + "'"); }
@@ -175,30 +281,38 @@ int calibrate_command(const std::vector<std::string>& args) {
   std::vector<std::string> rest;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--output" || a == "--measured") { ++i; continue; }
-    if (a.rfind("--output=", 0) == 0 || a.rfind("--measured=", 0) == 0) continue;
-    rest.push_back(a);
+    bool flag = false;
+    for (const char* f : {"--output", "--measured", "--profiles", "--network"}) {
+      if (a == f) flag = true, ++i;
+      if (a.rfind(std::string(f) + "=", 0) == 0) flag = true;
+    }
+    if (!flag) rest.push_back(a);
   }
-  std::printf("calibrate %s against %s (%zu points), from %s\n", args[0].c_str(), measured.c_str(), points.size(),
-              config.cost_model.hardware.c_str());
+  std::printf("calibrate %s from %s\n", args[0].c_str(), config.cost_model.hardware.c_str());
+  for (const std::string& f : device_fits) std::printf("  fitted %s\n", f.c_str());
   Calibrator cal(args[0], rest, points, base, scratch);
-  HardwareSpec fitted;
+  HardwareSpec fitted = base;
   std::vector<PointRun> runs;
-  try {
-    fitted = cal.fit();
-    runs = cal.simulate(fitted);
-  } catch (...) {
+  if (!points.empty()) {
+    std::printf("against %s (%zu points)\n", measured.c_str(), points.size());
+    try {
+      fitted = cal.fit();
+      runs = cal.simulate(fitted);
+    } catch (...) {
+      fs::remove(scratch);
+      fs::remove(tmp);
+      throw;
+    }
     fs::remove(scratch);
-    fs::remove(tmp);
-    throw;
   }
-  fs::remove(scratch);
   for (const std::string& f : cal.fits()) std::printf("  fitted %s\n", f.c_str());
-  std::printf("\n%-14s", "point");
-  for (const MeasuredMetric& m : kMeasuredMetrics) std::printf(" %13s", m.column);
-  std::printf("\n");
   std::vector<std::vector<double>> abs_err(kMeasuredMetrics.size());
   std::string residuals;
+  if (!points.empty()) {
+    std::printf("\n%-14s", "point");
+    for (const MeasuredMetric& m : kMeasuredMetrics) std::printf(" %13s", m.column);
+    std::printf("\n");
+  }
   for (size_t i = 0; i < points.size(); ++i) {
     std::printf("%-14s", points[i].name.c_str());
     residuals += "#   " + points[i].name + ":";
@@ -218,20 +332,29 @@ int calibrate_command(const std::vector<std::string>& args) {
     residuals += "\n";
     std::printf("\n");
   }
-  std::printf("%-14s", "median |err|");
-  for (const auto& v : abs_err)
-    if (v.empty())
-      std::printf(" %13s", "-");
-    else
-      std::printf(" %12.1f%%", 100 * percentile(v, 50));
-  std::printf("\n");
+  if (!points.empty()) {
+    std::printf("%-14s", "median |err|");
+    for (const auto& v : abs_err)
+      if (v.empty())
+        std::printf(" %13s", "-");
+      else
+        std::printf(" %12.1f%%", 100 * percentile(v, 50));
+    std::printf("\n");
+  }
   {
     std::ofstream out(tmp);
-    out << "# " << (fitted.name.empty() ? "hardware" : fitted.name) << ", calibrated by\n#   testbed calibrate " << args[0]
-        << " --measured " << measured << " --output " << output << "\n# from " << config.cost_model.hardware
-        << " (every other key as there). Fitted:\n";
+    out << "# " << (fitted.name.empty() ? "hardware" : fitted.name) << ", calibrated by\n#   testbed calibrate " << args[0];
+    if (!profiles.empty()) out << " --profiles " << profiles;
+    if (!network.empty()) out << " --network " << network;
+    if (!measured.empty()) out << " --measured " << measured;
+    out << " --output " << output << "\n# from " << config.cost_model.hardware << " (every other key as there). Fitted:\n";
+    for (const std::string& f : device_fits) out << "#   " << f << "\n";
     for (const std::string& f : cal.fits()) out << "#   " << f << "\n";
-    out << "# Residuals (simulated - measured) / measured with this spec:\n" << residuals << "\n";
+    if (!points.empty())
+      out << "# Residuals (simulated - measured) / measured with this spec:\n" << residuals;
+    else
+      out << "#   (no serving points: step.overhead_s and [serving] as in the spec it started from)\n";
+    out << "\n";
     out << fitted.to_ini();
     require(static_cast<bool>(out), "--output", "cannot write '" + tmp + "'");
   }

@@ -5,7 +5,11 @@
 // that generated synthetic points; bad tables and flags exit 2 naming them.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <map>
+#include <tuple>
 #include <filesystem>
 #include <fstream>
 
@@ -99,6 +103,88 @@ TEST_CASE("calibration recovers the parameters that generated synthetic points",
   CHECK_FALSE(fs::exists(dir / "fitted.ini.scratch.ini"));
 }
 
+namespace {
+
+// A Vidur-layout mlp.csv and all_reduce.csv timed by a known model: weight
+// GEMMs t = 5 us + (c^1.5 + m^1.5)^(1/1.5) at compute efficiency 0.7 and
+// memory efficiency 0.85 of the H100 spec's peaks; each elementwise op 2 us +
+// bytes / 1.5 TB/s; all-reduce 20 us + ring bytes / 300 GB/s (TP 2), 35 us +
+// ring bytes / 350 GB/s (TP 4).
+void write_synthetic_profiles(const fs::path& dir) {
+  const double P = 989.4e12, W = 3350e9;
+  auto gemm = [&](double T, double k, double n) {
+    const double c = 2 * T * k * n / (P * 0.7), m = (k * n + T * k + T * n) * 2 / (W * 0.85);
+    const double hi = std::max(c, m), lo = std::min(c, m);
+    return 5e-6 + hi * std::pow(1 + std::pow(lo / hi, 1.5), 1 / 1.5);
+  };
+  auto elem = [](double bytes) { return 2e-6 + bytes / 1.5e12; };
+  std::ofstream out(dir / "mlp.csv");
+  const char* ops[] = {"emb", "input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_proj",
+                       "post_attention_layernorm", "mlp_up_proj", "mlp_act", "mlp_down_proj", "add"};
+  for (const char* op : ops) out << "time_stats." << op << ".median,";
+  out << "n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,use_gated_mlp,num_tokens,num_tensor_parallel_workers\n";
+  for (const int tp : {1, 2, 4})
+    for (const double T : {1.0, 8.0, 32.0, 128.0, 512.0, 2048.0, 4096.0}) {
+      const double h = 4096, d = 128, q = 32 * d / tp, kv = 8 * d / tp, I = 14336.0 / tp;
+      const std::map<std::string, double> t = {
+          {"emb", 1e-6}, {"input_layernorm", elem((2 * T * h + h) * 2)}, {"attn_pre_proj", gemm(T, h, q + 2 * kv)},
+          {"attn_rope", elem(2 * T * (q + kv) * 2)}, {"attn_post_proj", gemm(T, q, h)},
+          {"post_attention_layernorm", elem((2 * T * h + h) * 2)}, {"mlp_up_proj", gemm(T, h, 2 * I)},
+          {"mlp_act", elem(T * 3 * I * 2)}, {"mlp_down_proj", gemm(T, I, h)}, {"add", elem(3 * T * h * 2)}};
+      for (const char* op : ops) out << 1e3 * t.at(op) << ",";
+      out << "32,8,4096,14336,128256,True," << T << "," << tp << "\n";
+    }
+  std::ofstream net(dir / "all_reduce.csv");
+  net << ",time_stats.all_reduce.median,rank,num_workers,size,collective,devices_per_node,max_devices_per_node\n";
+  int i = 0;
+  for (const auto& [tp, lat, bus] : std::vector<std::tuple<int, double, double>>{{2, 20e-6, 300e9}, {4, 35e-6, 350e9}})
+    for (double bytes = 2048; bytes < 7e7; bytes *= 2)
+      net << i++ << "," << 1e3 * (lat + 2.0 * (tp - 1) / tp * bytes / bus) << ",0," << tp << "," << bytes << ",all_reduce,"
+          << tp << ",8\n";
+}
+
+}  // namespace
+
+TEST_CASE("calibration from per-operator profiles recovers the model that timed them", "[cli][fidelity]") {
+  const fs::path dir = testbed_test::scratch_dir("testbed_calibrate", "profiles");
+  write_synthetic_profiles(dir);
+  const Outcome o = run_cli("calibrate " + kConfig + " --profiles " + (dir / "mlp.csv").string() + " --network " +
+                            (dir / "all_reduce.csv").string() + " --output " + (dir / "fitted.ini").string());
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  const testbed::HardwareSpec f = testbed::HardwareSpec::from_ini_file((dir / "fitted.ini").string());
+  CHECK(f.compute_efficiency == Approx(0.7).epsilon(1e-3));
+  CHECK(f.memory_efficiency == Approx(0.85).epsilon(1e-3));
+  CHECK(f.overlap_exponent == Approx(1.5).epsilon(1e-3));
+  CHECK(f.layer_overhead_s == Approx(4 * 5e-6 + 5 * 2e-6).epsilon(1e-3));  // 4 GEMMs and 5 elementwise kernels
+  CHECK(f.all_reduce_latency_s[0] == Approx(20e-6).epsilon(1e-6));
+  CHECK(f.all_reduce_bus_gbps[0] == Approx(300).epsilon(1e-6));
+  CHECK(f.all_reduce_latency_s[1] == Approx(35e-6).epsilon(1e-6));
+  CHECK(f.all_reduce_bus_gbps[1] == Approx(350).epsilon(1e-6));
+  CHECK(f.all_reduce_bus_gbps[2] == 0);  // no TP 8 data: the link model stays
+  const testbed::HardwareSpec base = testbed::HardwareSpec::from_ini_file("experiments/hardware/h100-sxm.ini");
+  CHECK(f.step_overhead_s == base.step_overhead_s);  // no serving points: untouched
+}
+
+TEST_CASE("calibration on the shipped Vidur profiles, when present", "[cli][fidelity]") {
+  const std::string v = "../shared/profiles/vidur";
+  if (!fs::exists(v + "/compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv")) {
+    WARN("skipped: " << v << " is not here (the profiles live beside the repository, not in it)");
+    return;
+  }
+  const fs::path dir = testbed_test::scratch_dir("testbed_calibrate", "vidur");
+  const Outcome o = run_cli("calibrate " + kConfig + " --profiles " + v + "/compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv" +
+                            " --network " + v + "/network/h100_dgx/all_reduce.csv --output " + (dir / "h100.ini").string());
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  const testbed::HardwareSpec f = testbed::HardwareSpec::from_ini_file((dir / "h100.ini").string());
+  CHECK(f.compute_efficiency > 0.6);  // large bf16 GEMMs reach 70-85% of the dense peak on H100
+  CHECK(f.compute_efficiency < 0.95);
+  CHECK(f.memory_efficiency > 0.8);
+  CHECK(f.all_reduce_bus_gbps[2] > 200);  // NVLink 4: 450 GB/s a direction
+  CHECK(f.all_reduce_bus_gbps[2] < 450);
+}
+
 TEST_CASE("measured tables and calibrate flags with errors exit 2 naming them", "[cli][fidelity]") {
   const fs::path dir = testbed_test::scratch_dir("testbed_calibrate", "errors");
   std::ofstream(dir / "short.csv") << "point,groups,users_per_group,system_prompt_tokens,prompt_tokens,output_tokens,rate,"
@@ -115,7 +201,9 @@ TEST_CASE("measured tables and calibrate flags with errors exit 2 naming them", 
       {"fidelity " + kConfig + " --measured " + (dir / "absent.csv").string(), "absent.csv"},
       {"fidelity " + kConfig + " --measured " + kTable + " --repeats 3", "--repeats"},
       {"fidelity experiments/fidelity_cpu.ini --measured " + kTable, "executor.kind"},
-      {"calibrate " + kConfig + " --output " + (dir / "x.ini").string(), "--measured"},
+      {"calibrate " + kConfig + " --output " + (dir / "x.ini").string(), "--profiles"},
+      {"calibrate " + kConfig + " --profiles " + (dir / "short.csv").string() + " --output " + (dir / "x.ini").string(),
+       "short.csv"},
       {"calibrate " + kConfig + " --measured " + kTable, "--output"},
       {"calibrate " + kConfig + " --measured " + kTable + " --cost_model.kind=linear --output " + (dir / "x.ini").string(),
        "cost_model.kind"},
