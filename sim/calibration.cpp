@@ -256,4 +256,37 @@ std::map<int, std::vector<std::pair<double, double>>> read_vidur_all_reduce_csv(
   return out;
 }
 
+AttentionSamples read_attention_profiles(const std::string& dir) {
+  AttentionSamples a;
+  read_csv(dir + "/decode_profile.csv", [&](auto field, auto) {
+    if (field("kernel") != "paged_decode") return;
+    const double us = parse_double_field(field("time_us"), "time_us"), bytes = parse_double_field(field("bytes"), "bytes");
+    if (!(us > 0) || !(bytes > 0)) throw TraceParseError("time_us, bytes: must be positive");
+    a.decode.push_back({0, bytes, us * 1e-6});
+  });
+  read_csv(dir + "/prefill_profile.csv", [&](auto field, auto) {
+    if (field("kernel") != "paged_prefill") return;
+    const double us = parse_double_field(field("time_us"), "time_us"), tflops = parse_double_field(field("tflops"), "tflops");
+    if (!(us > 0) || !(tflops > 0)) throw TraceParseError("time_us, tflops: must be positive");
+    a.prefill.push_back({tflops * 1e12 * us * 1e-6, 0, us * 1e-6});
+  });
+  if (a.decode.empty() && a.prefill.empty())
+    throw ConfigError(dir + ": no paged_decode or paged_prefill rows in decode_profile.csv / prefill_profile.csv");
+  return a;
+}
+
+FitQuality fit_share(const std::vector<std::pair<double, double>>& ws, double peak, double& share) {
+  // t = w / (peak s): with a_i = w_i / (peak t_i), minimise sum (a_i x - 1)^2 over x = 1 / s.
+  double num = 0, den = 0;
+  for (const auto& [w, t] : ws) {
+    const double a = w / (peak * t);
+    num += a, den += a * a;
+  }
+  if (ws.empty() || den <= 0) throw ConfigError("calibrate: no samples to fit a share of the peak");
+  share = den / num;
+  std::vector<double> rel;
+  for (const auto& [w, t] : ws) rel.push_back((w / (peak * share) - t) / t);
+  return quality(rel);
+}
+
 }  // namespace testbed

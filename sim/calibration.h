@@ -65,4 +65,16 @@ std::map<std::string, std::vector<OpSample>> vidur_elementwise_samples(const Vid
 // One Vidur all_reduce.csv: (bytes, seconds) per TP degree, within one node only.
 std::map<int, std::vector<std::pair<double, double>>> read_vidur_all_reduce_csv(const std::string& path);
 
+// This project's attention kernel benchmarks (bench_attention --profile_dir=DIR):
+// DIR/decode_profile.csv (paged_decode rows: the bytes each call moves and its
+// time) and DIR/prefill_profile.csv (paged_prefill rows: causal FLOPs and time).
+struct AttentionSamples {
+  std::vector<OpSample> decode;   // bytes, seconds
+  std::vector<OpSample> prefill;  // flops, seconds
+};
+AttentionSamples read_attention_profiles(const std::string& dir);
+
+// The share s of `peak` that best explains samples timed work / (peak * s) (relative least squares).
+FitQuality fit_share(const std::vector<std::pair<double, double>>& work_seconds, double peak, double& share);
+
 }  // namespace testbed

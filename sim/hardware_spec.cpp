@@ -29,6 +29,8 @@ void bind_spec(OptionTable& t, HardwareSpec& s) {
   t.add_required("memory.bandwidth_gbps", &s.bandwidth_gbps, "HBM peak, GB/s");
   t.add("memory.efficiency", &s.memory_efficiency, "achieved / peak for streaming reads");
   t.add("memory.reserve_gib", &s.reserve_gib, "per-GPU activations, workspaces, CUDA graphs");
+  t.add("memory.kv_read_efficiency", &s.kv_read_efficiency,
+        "achieved / peak for attention reading paged K/V (0: memory.efficiency)");
   t.add("interconnect.bandwidth_gbps", &s.link_gbps, "per GPU, one direction, GB/s");
   t.add("interconnect.efficiency", &s.link_efficiency, "achieved all-reduce bus bandwidth / link");
   t.add("interconnect.latency_s", &s.link_latency_s, "fixed cost of one small all-reduce");
@@ -100,6 +102,8 @@ void HardwareSpec::validate() const {
   require(std::isfinite(bandwidth_gbps) && bandwidth_gbps > 0, "memory.bandwidth_gbps", "must be positive");
   require_fraction(memory_efficiency, "memory.efficiency");
   require_finite_at_least(reserve_gib, 0, "memory.reserve_gib");
+  require(kv_read_efficiency == 0 || (std::isfinite(kv_read_efficiency) && kv_read_efficiency > 0 && kv_read_efficiency <= 1),
+          "memory.kv_read_efficiency", "must be 0 (memory.efficiency) or in (0, 1]");
   require(reserve_gib < memory_gib, "memory.reserve_gib", "must be less than memory.capacity_gib");
   require_finite_at_least(link_gbps, 0, "interconnect.bandwidth_gbps");
   require_fraction(link_efficiency, "interconnect.efficiency");
@@ -166,6 +170,9 @@ double HardwareSpec::combine(double c, double m) const {
 
 double HardwareSpec::memory_bytes() const { return memory_gib * 1024.0 * 1024.0 * 1024.0; }
 double HardwareSpec::achieved_bandwidth() const { return bandwidth_gbps * 1e9 * memory_efficiency; }
+double HardwareSpec::achieved_kv_bandwidth() const {
+  return bandwidth_gbps * 1e9 * (kv_read_efficiency > 0 ? kv_read_efficiency : memory_efficiency);
+}
 double HardwareSpec::achieved_link_bandwidth() const { return link_gbps * 1e9 * link_efficiency; }
 
 }  // namespace testbed

@@ -12,6 +12,8 @@
 //                                      0 (default) max(c, m), the classic roofline; p >= 1
 //                                      (c^p + m^p)^(1/p), 1 = no overlap (fitted by testbed calibrate)
 //   [memory]        capacity_gib bandwidth_gbps efficiency reserve_gib
+//                   kv_read_efficiency   share of the peak attention kernels reach reading
+//                                        paged K/V (0, the default: memory.efficiency)
 //   [interconnect]  bandwidth_gbps efficiency latency_s
 //   [all_reduce]    tp2_latency_s tp2_bus_gbps, tp4_..., tp8_...  (optional, 0 = unset)
 //                   measured all-reduce within one node at that TP degree:
@@ -53,6 +55,7 @@ struct HardwareSpec {
   double bandwidth_gbps = 0;      // memory.bandwidth_gbps, HBM peak, 1e9 bytes/s; required
   double memory_efficiency = 1.0; // achieved / peak for streaming reads
   double reserve_gib = 0;         // memory.reserve_gib: per-GPU activations, workspaces, CUDA graphs
+  double kv_read_efficiency = 0;  // memory.kv_read_efficiency: attention's K/V reads (0: memory_efficiency)
 
   double link_gbps = 0;           // interconnect.bandwidth_gbps: per GPU, one direction, 1e9 bytes/s
   double link_efficiency = 1.0;   // achieved all-reduce bus bandwidth / link_gbps
@@ -91,6 +94,7 @@ struct HardwareSpec {
   double attention_flops(const std::string& torch_dtype) const;
   double memory_bytes() const;        // capacity in bytes
   double achieved_bandwidth() const;  // bytes/s a streaming kernel reaches
+  double achieved_kv_bandwidth() const;  // bytes/s attention reaches reading paged K/V
   double achieved_link_bandwidth() const;
 };
 

@@ -68,6 +68,7 @@ RooflineCostModel::RooflineCostModel(HardwareSpec hardware, ModelConfig model, i
   gemm_flops_ = hw_.matmul_flops(model_.torch_dtype);
   attn_flops_ = hw_.attention_flops(model_.torch_dtype);
   bandwidth_ = hw_.achieved_bandwidth();
+  kv_bandwidth_ = hw_.achieved_kv_bandwidth();
 }
 
 double RooflineCostModel::all_reduce_s(double bytes) const {
@@ -120,8 +121,8 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
   lm.bytes += rows * V * 4;  // fp32 logits written for the sampler
   lm.memory_s = lm.bytes / bandwidth_;
   cost.ops[k++] = lm;
-  cost.ops[k++] = make_op("attn_prefill", false, prefill_flops, prefill_bytes, attn_flops_, bandwidth_);
-  cost.ops[k++] = make_op("attn_decode", false, decode_flops, decode_bytes, attn_flops_, bandwidth_);
+  cost.ops[k++] = make_op("attn_prefill", false, prefill_flops, prefill_bytes, attn_flops_, kv_bandwidth_);
+  cost.ops[k++] = make_op("attn_decode", false, decode_flops, decode_bytes, attn_flops_, kv_bandwidth_);
   // Memory-bound glue, per layer: two fused add+RMSNorms (read x and residual,
   // write both: 4h) and SwiGLU (read gate and up, write one: 3I); plus the
   // embedding rows gathered and the final norm.

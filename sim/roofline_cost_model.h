@@ -91,7 +91,7 @@ class RooflineCostModel : public CostModel {
   HardwareSpec hw_;
   ModelConfig model_;
   int tp_;
-  double gemm_flops_, attn_flops_, bandwidth_;
+  double gemm_flops_, attn_flops_, bandwidth_, kv_bandwidth_;
 };
 
 DecodeCrossover decode_crossover(const HardwareSpec& hardware, const ModelConfig& model, int tensor_parallel,

@@ -1,4 +1,4 @@
-// testbed calibrate SIM_CONFIG.ini [--profiles A.csv,B.csv] [--network ALL_REDUCE.csv]
+// testbed calibrate SIM_CONFIG.ini [--profiles A.csv,B.csv] [--network ALL_REDUCE.csv] [--kernels DIR]
 //                   [--measured TABLE.csv] --output CALIBRATED.ini [--section.key=value ...]
 //
 // Fits the config's hardware spec, in this order:
@@ -11,6 +11,11 @@
 //
 // From all-reduce times (--network: a Vidur all_reduce.csv): per TP degree
 // 2, 4, 8 within one node, all_reduce.tpN_latency_s and _bus_gbps.
+//
+// From this project's attention kernel benchmarks (--kernels DIR: the
+// --profile_dir of bench_attention): memory.kv_read_efficiency from the
+// paged decode kernel's bytes and times, compute.attention_efficiency from
+// the paged prefill kernel's FLOPs and times.
 //
 // From measured serving points (--measured, experiments/cli/measured_table.h),
 // by simulating every point with the config (roofline cost model) and the
@@ -217,6 +222,30 @@ std::vector<std::string> fit_profiles(const std::vector<std::string>& paths, Har
   return lines;
 }
 
+std::vector<std::string> fit_kernels(const std::string& dir, HardwareSpec& hw) {
+  const AttentionSamples a = read_attention_profiles(dir);
+  std::vector<std::string> lines;
+  if (!a.decode.empty()) {
+    std::vector<std::pair<double, double>> ws;
+    for (const OpSample& s : a.decode) ws.push_back({s.bytes, s.seconds});
+    double share = 0;
+    const FitQuality q = fit_share(ws, hw.bandwidth_gbps * 1e9, share);
+    require(share > 0 && share <= 1, "--kernels", dir + ": paged decode ran at " + fmt4(share) + " of memory.bandwidth_gbps");
+    hw.kv_read_efficiency = share;
+    lines.push_back("memory.kv_read_efficiency = " + fmt4(share) + " (paged decode attention: " + quality_text(q) + ")");
+  }
+  if (!a.prefill.empty()) {
+    std::vector<std::pair<double, double>> ws;
+    for (const OpSample& s : a.prefill) ws.push_back({s.flops, s.seconds});
+    double share = 0;
+    const FitQuality q = fit_share(ws, hw.bf16_tflops * 1e12, share);
+    require(share > 0 && share <= 1, "--kernels", dir + ": paged prefill ran at " + fmt4(share) + " of compute.bf16_tflops");
+    hw.attention_efficiency = share;
+    lines.push_back("compute.attention_efficiency = " + fmt4(share) + " (paged prefill attention: " + quality_text(q) + ")");
+  }
+  return lines;
+}
+
 std::vector<std::string> fit_network(const std::string& path, HardwareSpec& hw) {
   std::vector<std::string> lines;
   for (const auto& [tp, samples] : read_vidur_all_reduce_csv(path)) {
@@ -239,24 +268,27 @@ std::vector<std::string> fit_network(const std::string& path, HardwareSpec& hw) 
 int calibrate_command(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << "usage: testbed calibrate SIM_CONFIG.ini [--profiles A.csv,B.csv] [--network ALL_REDUCE.csv]\n"
-                 "                 [--measured TABLE.csv] --output CALIBRATED.ini [--section.key=value ...]\n\n"
+                 "                 [--kernels BENCH_DIR] [--measured TABLE.csv] --output CALIBRATED.ini\n"
+                 "                 [--section.key=value ...]\n\n"
                  "Fits the config's hardware spec: GEMM efficiencies, their overlap and per-layer fixed costs\n"
                  "from per-operator profiles (Vidur mlp.csv), all-reduce latency and bandwidth per TP degree\n"
-                 "(Vidur all_reduce.csv), then step.overhead_s from measured TPOT and the front end\n"
+                 "(Vidur all_reduce.csv), attention efficiencies from bench_attention's profiles, then\n"
+                 "step.overhead_s from measured TPOT and the front end\n"
                  "(serving.request_s, serving.output_lag_steps) from measured TTFT; prints the residuals and\n"
                  "writes the calibrated spec.\n";
     return args.empty() ? 2 : 0;
   }
-  std::string output, measured, profiles, network;
+  std::string output, measured, profiles, network, kernels;
   RunConfig config;
   OptionTable table;
   table.add_flag("output", &output, "the calibrated hardware spec to write (.ini)");
   table.add_flag("measured", &measured, "measured serving points (CSV)");
   table.add_flag("profiles", &profiles, "per-operator profiles of one GPU (Vidur mlp.csv), comma-separated");
   table.add_flag("network", &network, "all-reduce times (Vidur all_reduce.csv)");
+  table.add_flag("kernels", &kernels, "attention kernel benchmarks (bench_attention --profile_dir)");
   load_run_config(args[0], {args.begin() + 1, args.end()}, config, table);
-  require(!measured.empty() || !profiles.empty() || !network.empty(), "--measured",
-          "calibrate needs something to fit to: --profiles, --network and/or --measured");
+  require(!measured.empty() || !profiles.empty() || !network.empty() || !kernels.empty(), "--measured",
+          "calibrate needs something to fit to: --profiles, --network, --kernels and/or --measured");
   require(!output.empty(), "--output", "calibrate needs the file to write the calibrated spec to");
   require(config.cost_model.kind.name == "roofline" && !config.cost_model.hardware.empty(), "cost_model.kind",
           "calibrate fits a hardware spec: the config needs cost_model.kind = roofline with cost_model.hardware");
@@ -274,6 +306,10 @@ int calibrate_command(const std::vector<std::string>& args) {
     const std::vector<std::string> lines = fit_network(network, base);
     device_fits.insert(device_fits.end(), lines.begin(), lines.end());
   }
+  if (!kernels.empty()) {
+    const std::vector<std::string> lines = fit_kernels(kernels, base);
+    device_fits.insert(device_fits.end(), lines.begin(), lines.end());
+  }
   // Check the output is writable before the work.
   const std::string tmp = output + ".tmp";
   { std::ofstream probe(tmp); require(static_cast<bool>(probe), "--output", "cannot write '" + tmp + "'"); }
@@ -282,7 +318,7 @@ int calibrate_command(const std::vector<std::string>& args) {
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     bool flag = false;
-    for (const char* f : {"--output", "--measured", "--profiles", "--network"}) {
+    for (const char* f : {"--output", "--measured", "--profiles", "--network", "--kernels"}) {
       if (a == f) flag = true, ++i;
       if (a.rfind(std::string(f) + "=", 0) == 0) flag = true;
     }
@@ -346,6 +382,7 @@ int calibrate_command(const std::vector<std::string>& args) {
     out << "# " << (fitted.name.empty() ? "hardware" : fitted.name) << ", calibrated by\n#   testbed calibrate " << args[0];
     if (!profiles.empty()) out << " --profiles " << profiles;
     if (!network.empty()) out << " --network " << network;
+    if (!kernels.empty()) out << " --kernels " << kernels;
     if (!measured.empty()) out << " --measured " << measured;
     out << " --output " << output << "\n# from " << config.cost_model.hardware << " (every other key as there). Fitted:\n";
     for (const std::string& f : device_fits) out << "#   " << f << "\n";

@@ -166,6 +166,33 @@ TEST_CASE("calibration from per-operator profiles recovers the model that timed 
   CHECK(f.step_overhead_s == base.step_overhead_s);  // no serving points: untouched
 }
 
+TEST_CASE("calibration from the attention kernel benchmarks recovers their efficiencies", "[cli][fidelity]") {
+  // bench_attention's tables, written as if paged decode read K/V at 70% of
+  // the H100's 3.35 TB/s and paged prefill ran at 55% of its 989.4 TFLOP/s.
+  const fs::path dir = testbed_test::scratch_dir("testbed_calibrate", "kernels");
+  {
+    std::ofstream d(dir / "decode_profile.csv");
+    d << "kernel,dtype,batch,kv_len,num_q_heads,num_kv_heads,head_dim,block_size,num_splits,time_us,bytes,gbps,pct_copy\n";
+    for (const double bytes : {4e6, 6.7e7, 5.4e8, 2.1e9})
+      d << "paged_decode,bf16,8,1024,32,8,128,16,1," << bytes / (0.7 * 3350e9) * 1e6 << "," << bytes << ",0,0\n";
+    std::ofstream pf(dir / "prefill_profile.csv");
+    pf << "kernel,dtype,batch,q_len,kv_len,num_q_heads,num_kv_heads,head_dim,causal,time_us,tflops,workspace_bytes\n";
+    for (const double len : {1024.0, 4096.0, 8192.0}) {
+      const double flops = 4.0 * 32 * len * len * 128 / 2, t = flops / (0.55 * 989.4e12);
+      pf << "paged_prefill,bf16,1," << len << "," << len << ",32,8,128,1," << t * 1e6 << "," << flops / t * 1e-12 << ",0\n";
+      pf << "naive,bf16,1," << len << "," << len << ",32,8,128,1,1,1,0\n";  // other kernels are not read
+    }
+  }
+  const Outcome o = run_cli("calibrate " + kConfig + " --kernels " + dir.string() + " --output " + (dir / "k.ini").string());
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  const testbed::HardwareSpec f = testbed::HardwareSpec::from_ini_file((dir / "k.ini").string());
+  CHECK(f.kv_read_efficiency == Approx(0.7).epsilon(1e-4));
+  CHECK(f.attention_efficiency == Approx(0.55).epsilon(1e-4));
+  CHECK(run_cli("calibrate " + kConfig + " --kernels " + (dir / "none").string() + " --output " + (dir / "x.ini").string())
+            .status == 2);
+}
+
 TEST_CASE("calibration on the shipped Vidur profiles, when present", "[cli][fidelity]") {
   const std::string v = "../shared/profiles/vidur";
   if (!fs::exists(v + "/compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv")) {
