@@ -200,11 +200,18 @@ std::vector<std::string> fit_profiles(const std::vector<std::string>& paths, Har
   }
   // The profiles are 16-bit: the bf16 peak (fp16's is the same on these GPUs).
   const GemmFit f = fit_gemms(gemms, hw.bf16_tflops * 1e12, hw.bandwidth_gbps * 1e9);
+  // Weight streaming says nothing about attention's paged K/V reads: they keep
+  // the spec's memory efficiency until attention is measured (--kernels).
+  std::vector<std::string> lines;
+  if (hw.kv_read_efficiency == 0) {
+    hw.kv_read_efficiency = hw.memory_efficiency;
+    lines.push_back("memory.kv_read_efficiency = " + fmt4(hw.kv_read_efficiency) +
+                    " (kept: the spec's memory.efficiency before the GEMM fit; no attention profile)");
+  }
   hw.compute_efficiency = f.compute_efficiency;
   hw.memory_efficiency = f.memory_efficiency;
   hw.overlap_exponent = f.overlap_exponent;
-  std::vector<std::string> lines;
-  lines.push_back("compute.efficiency = " + fmt4(f.compute_efficiency) + ", memory.efficiency = " +
+  lines.insert(lines.begin(), "compute.efficiency = " + fmt4(f.compute_efficiency) + ", memory.efficiency = " +
                   fmt4(f.memory_efficiency) + ", compute.overlap_exponent = " + fmt4(f.overlap_exponent) +
                   ", GEMM kernel " + fmt4(1e6 * f.kernel_s) + " us (weight GEMMs: " + quality_text(f.quality) + ")");
   double layer = 4 * f.kernel_s;
