@@ -24,6 +24,7 @@ struct CostModelSetup {
   ModelConfig model;
   std::string hardware;     // hardware spec .ini ("" when none is configured)
   int tensor_parallel = 1;  // GPUs per instance
+  int expert_parallel = 1;  // expert groups over those GPUs (MoE, roofline)
 };
 
 using CostModelRegistry = Registry<CostModel, const CostModelSetup&>;
@@ -32,6 +33,7 @@ struct CostModelConfig {
   Choice<CostModelRegistry> kind{"cost_model.kind", "linear", "how step durations are predicted"};
   std::string hardware;     // cost_model.hardware: hardware spec .ini
   int tensor_parallel = 1;  // cost_model.tensor_parallel: GPUs per instance
+  int expert_parallel = 1;  // cost_model.expert_parallel: expert groups over them (MoE; divides tensor_parallel)
   void bind(OptionTable& table);
   void validate() const;
 };

@@ -23,6 +23,7 @@ void bind_spec(OptionTable& t, HardwareSpec& s) {
   t.add("compute.fp32_tflops", &s.fp32_tflops, "fp32 peak (CUDA cores), TFLOP/s");
   t.add("compute.efficiency", &s.compute_efficiency, "achieved / peak for GEMMs");
   t.add("compute.attention_efficiency", &s.attention_efficiency, "achieved / peak for attention");
+  t.add("compute.gemm_tile_n", &s.gemm_tile_n, "GEMM tile width: MoE expert GEMMs round up to it (0: no rounding)");
   t.add("compute.overlap_exponent", &s.overlap_exponent,
         "weight GEMM time = (compute^p + memory^p)^(1/p); 0 = max(compute, memory)");
   t.add_required("memory.capacity_gib", &s.memory_gib, "device memory, GiB");
@@ -110,6 +111,8 @@ void HardwareSpec::validate() const {
   require_finite_at_least(link_latency_s, 0, "interconnect.latency_s");
   require_finite_at_least(step_overhead_s, 0, "step.overhead_s");
   require_finite_at_least(layer_overhead_s, 0, "step.layer_overhead_s");
+  require(gemm_tile_n == 0 || (std::isfinite(gemm_tile_n) && gemm_tile_n >= 1 && gemm_tile_n <= 4096),
+          "compute.gemm_tile_n", "must be 0 (no rounding) or in [1, 4096]");
   require(overlap_exponent == 0 || (std::isfinite(overlap_exponent) && overlap_exponent >= 1 && overlap_exponent <= 64),
           "compute.overlap_exponent", "must be 0 (max) or in [1, 64]");
   const char* degrees[] = {"tp2", "tp4", "tp8"};

@@ -8,6 +8,8 @@
 //   [device]        name
 //   [compute]       bf16_tflops fp16_tflops fp8_tflops int8_tops tf32_tflops fp32_tflops
 //                   efficiency attention_efficiency
+//                   gemm_tile_n        columns of one GEMM tile: a MoE expert's GEMM width is
+//                                      rounded up to whole tiles (default 128; 0 = no rounding)
 //                   overlap_exponent   how a weight GEMM's compute and memory times combine:
 //                                      0 (default) max(c, m), the classic roofline; p >= 1
 //                                      (c^p + m^p)^(1/p), 1 = no overlap (fitted by testbed calibrate)
@@ -64,6 +66,7 @@ struct HardwareSpec {
   double step_overhead_s = 0;     // step.overhead_s: host scheduling + launch per engine step
   double layer_overhead_s = 0;    // step.layer_overhead_s: fixed device cost per decoder layer per step
   double overlap_exponent = 0;    // compute.overlap_exponent: 0 = max(compute, memory)
+  double gemm_tile_n = 128;       // compute.gemm_tile_n: expert GEMM widths round up to it (0: none)
   // all_reduce.tp{2,4,8}_*: index 0 = TP 2, 1 = TP 4, 2 = TP 8; 0 = unset.
   double all_reduce_latency_s[3] = {0, 0, 0};
   double all_reduce_bus_gbps[3] = {0, 0, 0};

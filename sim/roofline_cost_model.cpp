@@ -59,10 +59,18 @@ double StepCost::dense_memory_s() const {
   return s;
 }
 
-RooflineCostModel::RooflineCostModel(HardwareSpec hardware, ModelConfig model, int tensor_parallel)
-    : hw_(std::move(hardware)), model_(std::move(model)), tp_(tensor_parallel) {
+RooflineCostModel::RooflineCostModel(HardwareSpec hardware, ModelConfig model, int tensor_parallel,
+                                     int expert_parallel)
+    : hw_(std::move(hardware)), model_(std::move(model)), tp_(tensor_parallel), ep_(expert_parallel) {
   hw_.validate();
   check_tp_split(model_, tp_);
+  require(ep_ >= 1 && tp_ % ep_ == 0, "cost_model.expert_parallel",
+          std::to_string(ep_) + " must be >= 1 and divide cost_model.tensor_parallel (" + std::to_string(tp_) + ")");
+  require(ep_ == 1 || model_.moe.enabled(), "cost_model.expert_parallel",
+          model_.name + " has no experts (expert parallelism applies to mixture-of-experts models)");
+  require(ep_ == 1 || model_.moe.num_experts % ep_ == 0, "cost_model.expert_parallel",
+          std::to_string(ep_) + " does not divide the " + std::to_string(model_.moe.num_experts) + " experts of " +
+              model_.name);
   require(tp_ == 1 || hw_.link_gbps > 0, "interconnect.bandwidth_gbps",
           "must be positive for tensor_parallel > 1 (" + hw_.origin + ")");
   gemm_flops_ = hw_.matmul_flops(model_.torch_dtype);
@@ -159,15 +167,47 @@ double RooflineCostModel::experts_touched(double tokens) const {
   return E * (1.0 - std::pow(1.0 - k / E, tokens));
 }
 
+namespace {
+
+// The expected largest of n independent standard normals (n = 1, 2, 4, ... 64;
+// beyond, sqrt(2 ln n)).
+double expected_max_normal(int n) {
+  static const double table[] = {0.0, 0.5642, 1.0294, 1.4236, 1.7660, 2.0697, 2.3327};  // n = 2^i
+  int i = 0;
+  while ((1 << i) < n && i < 6) ++i;
+  return (1 << i) == n ? table[i] : std::sqrt(2.0 * std::log(static_cast<double>(n)));
+}
+
+// `width` columns rounded up to whole GEMM tiles (0: no rounding).
+double tiled(double width, double tile) { return tile > 0 ? std::ceil(width / tile - 1e-9) * tile : width; }
+
+}  // namespace
+
+double RooflineCostModel::busiest_group_pairs(double tokens) const {
+  const double pairs = tokens * model_.moe.experts_per_token;
+  if (ep_ <= 1) return pairs;
+  // Each token-expert pair lands on one of ep_ expert groups, uniformly: the
+  // busiest group gets the mean plus about E[max of ep_ normals] deviations.
+  const double p = 1.0 / ep_, mean = pairs * p, sd = std::sqrt(pairs * p * (1 - p));
+  return std::min(pairs, mean + expected_max_normal(ep_) * sd);
+}
+
 void RooflineCostModel::add_experts(double T, double layers, OpCost& gate_up, OpCost& down) const {
   const MoeConfig& m = model_.moe;
-  const double h = model_.hidden_size, E = m.num_experts, k = m.experts_per_token, Ie = m.expert_intermediate;
-  const double wb = model_.dtype_bytes(), ab = activation_bytes(model_), tp = tp_;
+  const double h = model_.hidden_size, E = m.num_experts, Ie = m.expert_intermediate;
+  const double wb = model_.dtype_bytes(), ab = activation_bytes(model_), tp = tp_, ep = ep_;
   const double touched = experts_touched(T);
-  // Routed experts: each split TP ways; a step reads the weights of the experts
-  // its tokens touch and computes T * k token-expert pairs.
-  double up_flops = 2 * T * k * h * 2 * Ie / tp, up_bytes = touched * h * 2 * Ie * wb / tp + T * h * ab + T * k * 2 * Ie * ab / tp;
-  double down_flops = 2 * T * k * Ie * h / tp, down_bytes = touched * Ie * h * wb / tp + T * k * Ie * ab / tp + T * k * h * ab;
+  // Routed experts over ep expert groups of tp / ep GPUs each (ep = 1: every
+  // expert split TP ways): a GPU holds E / ep experts, each split tp / ep ways.
+  // The step waits for the busiest group, whose pairs the GPU computes over
+  // its slice of each expert, rounded up to whole GEMM tiles (thin slices
+  // waste tiles); it reads the weights of its group's touched experts.
+  const double split = tp / ep, slice = Ie / split, pairs = busiest_group_pairs(T);
+  const double tile = hw_.gemm_tile_n;
+  double up_flops = 2 * pairs * h * tiled(2 * slice, tile);
+  double up_bytes = touched / ep * h * 2 * slice * wb + T * h * ab + pairs * 2 * slice * ab;
+  double down_flops = 2 * pairs * slice * tiled(h, tile);
+  double down_bytes = touched / ep * slice * h * wb + pairs * slice * ab + pairs * h * ab;
   // The router (replicated): a T x E GEMM and its fp32 scores.
   up_flops += 2 * T * h * E;
   up_bytes += h * E * wb + T * E * 4;
@@ -230,7 +270,8 @@ TESTBED_REGISTER(CostModelRegistry, "roofline", [](const CostModelSetup& s) {
   require(!s.hardware.empty(), "cost_model.hardware",
           "the roofline cost model needs a hardware spec .ini (see experiments/hardware/)");
   require(std::filesystem::is_regular_file(s.hardware), "cost_model.hardware", "cannot open '" + s.hardware + "'");
-  return std::make_unique<RooflineCostModel>(HardwareSpec::from_ini_file(s.hardware), s.model, s.tensor_parallel);
+  return std::make_unique<RooflineCostModel>(HardwareSpec::from_ini_file(s.hardware), s.model, s.tensor_parallel,
+                                             s.expert_parallel);
 });
 
 }  // namespace

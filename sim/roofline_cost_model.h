@@ -8,7 +8,9 @@
 //                                             (MoE layers: the router, the shared experts, and the
 //                                             routed experts the step's tokens touch, E (1 - (1 - k/E)^T)
 //                                             of E in expectation under uniform top-k routing; T k
-//                                             token-expert pairs of FLOPs)
+//                                             token-expert pairs of FLOPs; with expert parallelism,
+//                                             the busiest of the expert groups, and expert GEMM
+//                                             widths rounded up to compute.gemm_tile_n)
 //   lm_head                                   GEMM over the rows that sample only
 //   attn_prefill, attn_decode                 4*Hq*d*n*(c+(n+1)/2) FLOPs (causal QK^T and PV) and
 //                                             2*Hkv*d*(c+n) K/V elements read, per sequence and layer
@@ -68,7 +70,8 @@ class RooflineCostModel : public CostModel {
  public:
   // Throws ConfigError (cost_model.tensor_parallel, compute.*) when the model
   // cannot be split over `tensor_parallel` GPUs or the device lacks its dtype.
-  RooflineCostModel(HardwareSpec hardware, ModelConfig model, int tensor_parallel);
+  // expert_parallel (MoE models): expert groups over the TP group (1: every expert split TP ways).
+  RooflineCostModel(HardwareSpec hardware, ModelConfig model, int tensor_parallel, int expert_parallel = 1);
 
   // An empty shape costs nothing (no step runs).
   double predict(const StepShape& shape) const override { return breakdown(shape).total_s; }
@@ -79,6 +82,8 @@ class RooflineCostModel : public CostModel {
 
   // Routed experts a step of `tokens` tokens touches, in expectation (uniform top-k routing).
   double experts_touched(double tokens) const;
+  // Token-expert pairs of the busiest expert group (all T k pairs without expert parallelism).
+  double busiest_group_pairs(double tokens) const;
 
   const HardwareSpec& hardware() const { return hw_; }
   const ModelConfig& model() const { return model_; }
@@ -90,7 +95,7 @@ class RooflineCostModel : public CostModel {
 
   HardwareSpec hw_;
   ModelConfig model_;
-  int tp_;
+  int tp_, ep_;
   double gemm_flops_, attn_flops_, bandwidth_, kv_bandwidth_;
 };
 

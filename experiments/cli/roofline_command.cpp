@@ -1,4 +1,4 @@
-// testbed roofline --model M.json --hardware H.ini [--context 1024] [--tp 1] [--output FILE.csv]
+// testbed roofline --model M.json --hardware H.ini [--context 1024] [--tp 1] [--ep 1] [--output FILE.csv]
 // The roofline cost model's view of one model on one device: the decode batch
 // size at which decode turns compute-bound, KV capacity from memory, and decode
 // step time against batch size (a table of powers of two and the knee; with
@@ -20,11 +20,11 @@ namespace testbed {
 namespace {
 
 constexpr const char* kUsage =
-    "roofline --model M.json --hardware H.ini [--context 1024] [--tp 1] [--output FILE.csv]";
+    "roofline --model M.json --hardware H.ini [--context 1024] [--tp 1] [--ep 1] [--output FILE.csv]";
 
 struct RooflineArgs {
   std::string model, hardware, output;
-  int context = 1024, tp = 1, max_batch = 1024, block_size = 16;
+  int context = 1024, tp = 1, ep = 1, max_batch = 1024, block_size = 16;
   double fraction = 0.9;
 };
 
@@ -33,6 +33,7 @@ void bind_flags(OptionTable& t, RooflineArgs& a) {
   t.add_flag("hardware", &a.hardware, "hardware spec .ini (experiments/hardware/)");
   t.add_flag("context", &a.context, "cached tokens per decoding sequence");
   t.add_flag("tp", &a.tp, "tensor-parallel GPUs per instance");
+  t.add_flag("ep", &a.ep, "expert groups over those GPUs (mixture-of-experts models)");
   t.add_flag("output", &a.output, "CSV of the decode curve, batch 1..max-batch");
   t.add_flag("max-batch", &a.max_batch, "largest decode batch");
   t.add_flag("block-size", &a.block_size, "KV block size, tokens");
@@ -94,20 +95,22 @@ int roofline_command(const std::vector<std::string>& args) {
   HardwareSpec hardware = HardwareSpec::from_ini_file(a.hardware);
   std::unique_ptr<RooflineCostModel> built;
   try {
-    built = std::make_unique<RooflineCostModel>(hardware, model, a.tp);
+    built = std::make_unique<RooflineCostModel>(hardware, model, a.tp, a.ep);
   } catch (const ConfigError& e) {
-    // Here the tensor-parallel degree is the --tp flag, not the config key.
-    const std::string key = "cost_model.tensor_parallel";
+    // Here the degrees are the --tp and --ep flags, not the config keys.
     const std::string what = e.what();
-    if (what.compare(0, key.size(), key) == 0) throw ConfigError("--tp" + what.substr(key.size()));
+    for (const auto& [key, flag] : {std::pair<std::string, std::string>{"cost_model.tensor_parallel", "--tp"},
+                                    {"cost_model.expert_parallel", "--ep"}})
+      if (what.compare(0, key.size(), key) == 0) throw ConfigError(flag + what.substr(key.size()));
     throw;
   }
   const RooflineCostModel& m = *built;
   const DecodeCrossover x = m.decode_crossover(a.context);
   const double gib = 1024.0 * 1024.0 * 1024.0;
 
-  std::printf("testbed roofline: %s on %s, tensor_parallel %d, context %d\n", model.name.c_str(),
-              m.hardware().name.c_str(), a.tp, a.context);
+  std::printf("testbed roofline: %s on %s, tensor_parallel %d%s, context %d\n", model.name.c_str(),
+              m.hardware().name.c_str(), a.tp, a.ep > 1 ? (", expert_parallel " + std::to_string(a.ep)).c_str() : "",
+              a.context);
   std::printf("  weights %.2f GiB per GPU, KV %.1f KiB per token per GPU\n", weight_bytes_per_gpu(model, a.tp) / gib,
               kv_bytes_per_token_per_gpu(model, a.tp) / 1024.0);
   long long kv_blocks = 0;

@@ -331,3 +331,36 @@ TEST_CASE("roofline counts the expert weights a step touches: Mixtral by hand", 
   const StepCost below = cost.breakdown(decode_shape(static_cast<int>(knee) - 1, 1024));
   CHECK(below.dense_compute_s() < below.dense_memory_s());
 }
+
+TEST_CASE("roofline expert parallelism: the busiest group's pairs, whole-tile expert slices", "[roofline][moe]") {
+  const ModelConfig q = model("qwen3-30b-a3b");  // 128 experts of width 768, top-8
+  const HardwareSpec hw = h100_without_overhead();
+  const RooflineCostModel tp8(hw, q, 8, 1), ep8(hw, q, 8, 8);
+  // Without expert parallelism every GPU works on all T k pairs.
+  CHECK(tp8.busiest_group_pairs(100) == Approx(800));
+  // With 8 groups a group gets 1/8 of them on average, the busiest about
+  // E[max of 8 normals] = 1.4236 standard deviations more.
+  const double mean = 100.0, sd = std::sqrt(800 * (1.0 / 8) * (7.0 / 8));
+  CHECK(ep8.busiest_group_pairs(100) == Approx(mean + 1.4236 * sd));
+  CHECK(ep8.busiest_group_pairs(0.5) <= 4.0);  // never more than all pairs
+  // FLOPs of one layer's gate+up at T = 2048: split 8 ways a slice is 96
+  // columns of each expert, 192 for gate+up, padded to 256 (two 128-wide
+  // tiles); in expert groups a GPU computes its own pairs at full width 1536.
+  const double T = 2048, h = 2048, L = 48;
+  const double router = 2 * T * h * 128;
+  const StepCost a = tp8.breakdown(prefill_shape(2048, 0, false)), b = ep8.breakdown(prefill_shape(2048, 0, false));
+  CHECK(a.op("mlp_gate_up").flops == Approx(L * (2 * T * 8 * h * 256 + router)));
+  CHECK(b.op("mlp_gate_up").flops == Approx(L * (2 * ep8.busiest_group_pairs(T) * h * 1536 + router)));
+  CHECK(b.op("mlp_gate_up").compute_s < a.op("mlp_gate_up").compute_s);  // no wasted tile columns
+  // Decode at small batch is memory-bound: the same weight bytes either way.
+  const StepCost da = tp8.breakdown(decode_shape(8, 1024)), db = ep8.breakdown(decode_shape(8, 1024));
+  CHECK(db.total_s == Approx(da.total_s).epsilon(0.01));
+  // Expert parallelism needs experts, and degrees that divide.
+  CHECK(config_error([&] { (void)RooflineCostModel(hw, model("llama-3.1-8b"), 2, 2); }).find("cost_model.expert_parallel") == 0);
+  CHECK(config_error([&] { (void)RooflineCostModel(hw, q, 4, 8); }).find("cost_model.expert_parallel") == 0);
+  CHECK(config_error([&] { (void)RooflineCostModel(hw, model("mixtral-8x7b"), 8, 8); }).empty());
+  CostModelConfig linear;
+  linear.expert_parallel = 2;
+  linear.tensor_parallel = 2;
+  CHECK(config_error([&] { linear.validate(); }).find("cost_model.expert_parallel") == 0);
+}
