@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 
 #include "engine/common/config_error.h"
 #include "traces/csv_fields.h"
 #include "traces/trace_format.h"
+#include "sim/roofline_cost_model.h"
 
 namespace testbed {
 namespace {
@@ -74,41 +76,35 @@ bool parse_bool(std::string_view v, const char* column) {
 
 }  // namespace
 
-GemmFit fit_gemms(const std::vector<OpSample>& s, double P, double W) {
-  if (s.size() < 4) throw ConfigError("calibrate: fewer than 4 GEMM samples to fit");
-  // Parameters: kernel_s (in microseconds, for scale), compute and memory efficiency, overlap exponent.
-  Eigen::Vector4d x(5.0, 0.8, 0.9, 2.0);
-  const Eigen::Vector4d lo(0.0, 0.02, 0.02, 1.0), hi(100.0, 1.0, 1.0, 64.0);
-  auto residuals = [&](const Eigen::Vector4d& p, Eigen::VectorXd& r) {
-    r.resize(static_cast<Eigen::Index>(s.size()));
-    for (size_t i = 0; i < s.size(); ++i) {
-      const double t = p[0] * 1e-6 + combine(s[i].flops / (P * p[1]), s[i].bytes / (W * p[2]), p[3]);
-      r[static_cast<Eigen::Index>(i)] = (t - s[i].seconds) / s[i].seconds;
-    }
-  };
-  Eigen::VectorXd r, r_try;
+namespace {
+
+// Levenberg-Marquardt on residuals r(x) within box bounds [lo, hi] (numeric
+// Jacobian, central differences). Returns x; `r` holds the final residuals.
+Eigen::VectorXd levenberg_marquardt(Eigen::VectorXd x, const Eigen::VectorXd& lo, const Eigen::VectorXd& hi,
+                                    const std::function<void(const Eigen::VectorXd&, Eigen::VectorXd&)>& residuals,
+                                    Eigen::VectorXd& r) {
+  const Eigen::Index n = x.size();
+  Eigen::VectorXd r_try, ra, rb;
   residuals(x, r);
   double cost = r.squaredNorm(), lambda = 1e-3;
-  Eigen::MatrixXd J(static_cast<Eigen::Index>(s.size()), 4);
+  Eigen::MatrixXd J(r.size(), n);
   for (int it = 0; it < 200; ++it) {
-    for (int k = 0; k < 4; ++k) {  // central differences
+    for (Eigen::Index k = 0; k < n; ++k) {
       const double h = 1e-6 * std::max(1.0, std::abs(x[k]));
-      Eigen::Vector4d a = x, b = x;
-      a[k] += h;
-      b[k] -= h;
-      Eigen::VectorXd ra, rb;
+      Eigen::VectorXd a = x, b = x;
+      a[k] = std::min(hi[k], a[k] + h);
+      b[k] = std::max(lo[k], b[k] - h);
       residuals(a, ra);
       residuals(b, rb);
-      J.col(k) = (ra - rb) / (2 * h);
+      J.col(k) = (ra - rb) / (a[k] - b[k]);
     }
-    const Eigen::Matrix4d JtJ = J.transpose() * J;
-    const Eigen::Vector4d g = J.transpose() * r;
+    const Eigen::MatrixXd JtJ = J.transpose() * J;
+    const Eigen::VectorXd g = J.transpose() * r;
     bool improved = false;
     for (int tries = 0; tries < 20 && !improved; ++tries) {
-      Eigen::Matrix4d A = JtJ;
+      Eigen::MatrixXd A = JtJ;
       A.diagonal() += lambda * JtJ.diagonal().cwiseMax(1e-12);
-      const Eigen::Vector4d step = A.ldlt().solve(-g);
-      const Eigen::Vector4d next = (x + step).cwiseMax(lo).cwiseMin(hi);
+      const Eigen::VectorXd next = (x + A.ldlt().solve(-g)).cwiseMax(lo).cwiseMin(hi);
       residuals(next, r_try);
       const double c = r_try.squaredNorm();
       if (c < cost) {
@@ -118,18 +114,89 @@ GemmFit fit_gemms(const std::vector<OpSample>& s, double P, double W) {
         r = r_try;
         cost = c;
         lambda = std::max(lambda / 3, 1e-12);
-        if (gain < 1e-12 * (1 + cost)) it = 1000;  // converged
+        if (gain < 1e-12 * (1 + cost)) return x;  // converged
       } else {
         lambda *= 4;
       }
     }
     if (!improved) break;
   }
+  return x;
+}
+
+}  // namespace
+
+GemmFit fit_gemms(const std::vector<OpSample>& s, double P, double W) {
+  if (s.size() < 4) throw ConfigError("calibrate: fewer than 4 GEMM samples to fit");
+  // Parameters: kernel_s (in microseconds, for scale), compute and memory efficiency, overlap exponent.
+  Eigen::VectorXd x(4), lo(4), hi(4), r;
+  x << 5.0, 0.8, 0.9, 2.0;
+  lo << 0.0, 0.02, 0.02, 1.0;
+  hi << 100.0, 1.0, 1.0, 64.0;
+  x = levenberg_marquardt(x, lo, hi, [&](const Eigen::VectorXd& p, Eigen::VectorXd& out) {
+    out.resize(static_cast<Eigen::Index>(s.size()));
+    for (size_t i = 0; i < s.size(); ++i) {
+      const double t = p[0] * 1e-6 + combine(s[i].flops / (P * p[1]), s[i].bytes / (W * p[2]), p[3]);
+      out[static_cast<Eigen::Index>(i)] = (t - s[i].seconds) / s[i].seconds;
+    }
+  }, r);
   GemmFit f;
   f.kernel_s = x[0] * 1e-6;
   f.compute_efficiency = x[1];
   f.memory_efficiency = x[2];
   f.overlap_exponent = x[3];
+  f.quality = quality(std::vector<double>(r.data(), r.data() + r.size()));
+  return f;
+}
+
+StepFit fit_step_profile(const ProfileTable& table, const ModelConfig& model, int tp, const HardwareSpec& base) {
+  // The profiled shapes (sim/executor_profiler.cpp): a prompt chunk of P
+  // tokens after C cached ones, and D sequences decoding over C tokens.
+  std::vector<StepShape> shapes;
+  std::vector<double> seconds;
+  for (size_t p = 0; p < table.prefill_tokens.size(); ++p)
+    for (size_t d = 0; d < table.decode_seqs.size(); ++d)
+      for (size_t c = 0; c < table.context.size(); ++c) {
+        const int P = static_cast<int>(table.prefill_tokens[p]), D = static_cast<int>(table.decode_seqs[d]);
+        const int C = static_cast<int>(table.context[c]);
+        const double t = table.step_s[table.index(p, d, c)];
+        if (P + D == 0 || !(t > 0)) continue;
+        StepShape s;
+        if (P > 0) s.push_back(SeqShape{C, P, true, false, 0});
+        for (int i = 0; i < D; ++i) s.push_back(SeqShape{std::max(C, 1), 1, true, true, 0});
+        shapes.push_back(std::move(s));
+        seconds.push_back(t);
+      }
+  if (shapes.size() < 5) throw ConfigError("calibrate: fewer than 5 profiled steps to fit");
+  // Parameters: compute, memory, K/V read and attention efficiency, step overhead (ms).
+  Eigen::VectorXd x(5), lo(5), hi(5), r;
+  x << base.compute_efficiency, base.memory_efficiency,
+      base.kv_read_efficiency > 0 ? base.kv_read_efficiency : base.memory_efficiency, base.attention_efficiency,
+      base.step_overhead_s * 1e3;
+  lo << 0.01, 0.01, 0.01, 0.01, 0.0;
+  hi << 1.0, 1.0, 1.0, 1.0, 100.0;
+  auto spec = [&](const Eigen::VectorXd& p) {
+    HardwareSpec h = base;
+    h.compute_efficiency = p[0];
+    h.memory_efficiency = p[1];
+    h.kv_read_efficiency = p[2];
+    h.attention_efficiency = p[3];
+    h.step_overhead_s = p[4] * 1e-3;
+    return h;
+  };
+  x = levenberg_marquardt(x, lo, hi, [&](const Eigen::VectorXd& p, Eigen::VectorXd& out) {
+    const RooflineCostModel m(spec(p), model, tp);
+    out.resize(static_cast<Eigen::Index>(shapes.size()));
+    for (size_t i = 0; i < shapes.size(); ++i)
+      out[static_cast<Eigen::Index>(i)] = (m.predict(shapes[i]) - seconds[i]) / seconds[i];
+  }, r);
+  const HardwareSpec h = spec(x);
+  StepFit f;
+  f.compute_efficiency = h.compute_efficiency;
+  f.memory_efficiency = h.memory_efficiency;
+  f.kv_read_efficiency = h.kv_read_efficiency;
+  f.attention_efficiency = h.attention_efficiency;
+  f.step_overhead_s = h.step_overhead_s;
   f.quality = quality(std::vector<double>(r.data(), r.data() + r.size()));
   return f;
 }

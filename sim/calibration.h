@@ -9,6 +9,7 @@
 //                   fitted by Levenberg-Marquardt on relative errors
 //   elementwise     t = kernel_s + bytes * b per op (norms, RoPE, SwiGLU, adds)
 //   all-reduce      t = latency + 2 (TP - 1) / TP * bytes / bus bandwidth, per TP degree
+//   whole steps     the roofline's prediction of each profiled step (testbed profile tables)
 //
 // Readers for Vidur's profile layout (microsoft/vidur, data/profiling: the
 // compute/<gpu>/<model>/mlp.csv per-layer op times by num_tokens and tensor
@@ -19,6 +20,10 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include "engine/model/model_config.h"
+#include "sim/hardware_spec.h"
+#include "sim/profile_table.h"
 
 namespace testbed {
 
@@ -37,6 +42,18 @@ struct GemmFit {
 };
 // peak_flops and peak_bandwidth: the spec's peaks (FLOP/s, bytes/s), the efficiencies are shares of them.
 GemmFit fit_gemms(const std::vector<OpSample>& samples, double peak_flops, double peak_bandwidth);
+
+// Whole-step times of one model (a `testbed profile` table, sim/profile_table.h)
+// against the roofline with `base`'s peaks and fixed costs: compute, memory,
+// K/V read and attention efficiency and step.overhead_s (per-layer fixed
+// costs are folded into it: one model cannot tell them apart).
+struct StepFit {
+  double compute_efficiency = 1, memory_efficiency = 1, kv_read_efficiency = 1, attention_efficiency = 1;
+  double step_overhead_s = 0;
+  FitQuality quality;
+};
+StepFit fit_step_profile(const ProfileTable& table, const ModelConfig& model, int tensor_parallel,
+                         const HardwareSpec& base);
 
 // y = intercept + slope * x minimising the relative error (weights 1 / y).
 struct LineFit {

@@ -116,6 +116,13 @@ ProfileTable ProfileTable::load(const std::string& path) {
     t.decode_seqs = read("decode_seqs");
     t.context = read("context");
     t.step_s = read("step_s");
+    // Where it was measured (string attributes; absent in hand-made tables).
+    for (auto [name, out] : {std::pair<const char*, std::string*>{"executor", &t.executor}, {"model", &t.model}}) {
+      if (!g.attrExists(name)) continue;
+      H5::Attribute a = g.openAttribute(name);
+      if (a.getTypeClass() != H5T_STRING) throw ConfigError(path + ": profile attribute " + name + " must be text");
+      a.read(a.getStrType(), *out);
+    }
   } catch (const H5::Exception& e) {
     throw ConfigError(path + ": not a profile table (" + e.getDetailMsg() + ")");
   }

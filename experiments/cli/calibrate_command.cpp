@@ -1,5 +1,5 @@
 // testbed calibrate SIM_CONFIG.ini [--profiles A.csv,B.csv] [--network ALL_REDUCE.csv] [--kernels DIR]
-//                   [--measured TABLE.csv] --output CALIBRATED.ini [--section.key=value ...]
+//                   [--steps PROFILE.h5] [--measured TABLE.csv] --output CALIBRATED.ini [--section.key=value ...]
 //
 // Fits the config's hardware spec, in this order:
 //
@@ -16,6 +16,11 @@
 // --profile_dir of bench_attention): memory.kv_read_efficiency from the
 // paged decode kernel's bytes and times, compute.attention_efficiency from
 // the paged prefill kernel's FLOPs and times.
+//
+// From this project's own step profiles (--steps FILE.h5: a `testbed profile`
+// table of the config's model, e.g. on the CUDA executor): the roofline is
+// fitted to the whole steps: compute, memory, K/V read and attention
+// efficiency and step.overhead_s (replacing what the sources above fitted).
 //
 // From measured serving points (--measured, experiments/cli/measured_table.h),
 // by simulating every point with the config (roofline cost model) and the
@@ -253,6 +258,23 @@ std::vector<std::string> fit_kernels(const std::string& dir, HardwareSpec& hw) {
   return lines;
 }
 
+std::vector<std::string> fit_steps(const std::string& path, const RunConfig& config, HardwareSpec& hw) {
+  const ProfileTable table = ProfileTable::load(path);
+  const ModelConfig model = ModelConfig::from_json_file(config.model.config);
+  require(table.model.empty() || table.model == model.name, "--steps",
+          path + " profiles " + table.model + ", but the config's model is " + model.name);
+  const StepFit f = fit_step_profile(table, model, config.cost_model.tensor_parallel, hw);
+  hw.compute_efficiency = f.compute_efficiency;
+  hw.memory_efficiency = f.memory_efficiency;
+  hw.kv_read_efficiency = f.kv_read_efficiency;
+  hw.attention_efficiency = f.attention_efficiency;
+  hw.step_overhead_s = f.step_overhead_s;
+  return {"compute.efficiency = " + fmt4(f.compute_efficiency) + ", memory.efficiency = " + fmt4(f.memory_efficiency) +
+          ", memory.kv_read_efficiency = " + fmt4(f.kv_read_efficiency) + ", compute.attention_efficiency = " +
+          fmt4(f.attention_efficiency) + ", step.overhead_s = " + fmt4(f.step_overhead_s) + " (whole steps of " +
+          path + " on " + (table.executor.empty() ? "?" : table.executor) + ": " + quality_text(f.quality) + ")"};
+}
+
 std::vector<std::string> fit_network(const std::string& path, HardwareSpec& hw) {
   std::vector<std::string> lines;
   for (const auto& [tp, samples] : read_vidur_all_reduce_csv(path)) {
@@ -275,17 +297,18 @@ std::vector<std::string> fit_network(const std::string& path, HardwareSpec& hw) 
 int calibrate_command(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << "usage: testbed calibrate SIM_CONFIG.ini [--profiles A.csv,B.csv] [--network ALL_REDUCE.csv]\n"
-                 "                 [--kernels BENCH_DIR] [--measured TABLE.csv] --output CALIBRATED.ini\n"
+                 "                 [--kernels BENCH_DIR] [--steps PROFILE.h5] [--measured TABLE.csv] --output CALIBRATED.ini\n"
                  "                 [--section.key=value ...]\n\n"
                  "Fits the config's hardware spec: GEMM efficiencies, their overlap and per-layer fixed costs\n"
                  "from per-operator profiles (Vidur mlp.csv), all-reduce latency and bandwidth per TP degree\n"
-                 "(Vidur all_reduce.csv), attention efficiencies from bench_attention's profiles, then\n"
+                 "(Vidur all_reduce.csv), attention efficiencies from bench_attention's profiles, the\n"
+                 "roofline's efficiencies and step overhead from a testbed profile of whole steps, then\n"
                  "step.overhead_s from measured TPOT and the front end\n"
                  "(serving.request_s, serving.output_lag_steps) from measured TTFT; prints the residuals and\n"
                  "writes the calibrated spec.\n";
     return args.empty() ? 2 : 0;
   }
-  std::string output, measured, profiles, network, kernels;
+  std::string output, measured, profiles, network, kernels, steps;
   RunConfig config;
   OptionTable table;
   table.add_flag("output", &output, "the calibrated hardware spec to write (.ini)");
@@ -293,9 +316,10 @@ int calibrate_command(const std::vector<std::string>& args) {
   table.add_flag("profiles", &profiles, "per-operator profiles of one GPU (Vidur mlp.csv), comma-separated");
   table.add_flag("network", &network, "all-reduce times (Vidur all_reduce.csv)");
   table.add_flag("kernels", &kernels, "attention kernel benchmarks (bench_attention --profile_dir)");
+  table.add_flag("steps", &steps, "whole-step profile of the config's model (testbed profile's .h5)");
   load_run_config(args[0], {args.begin() + 1, args.end()}, config, table);
-  require(!measured.empty() || !profiles.empty() || !network.empty() || !kernels.empty(), "--measured",
-          "calibrate needs something to fit to: --profiles, --network, --kernels and/or --measured");
+  require(!measured.empty() || !profiles.empty() || !network.empty() || !kernels.empty() || !steps.empty(),
+          "--measured", "calibrate needs something to fit to: --profiles, --network, --kernels, --steps and/or --measured");
   require(!output.empty(), "--output", "calibrate needs the file to write the calibrated spec to");
   require(config.cost_model.kind.name == "roofline" && !config.cost_model.hardware.empty(), "cost_model.kind",
           "calibrate fits a hardware spec: the config needs cost_model.kind = roofline with cost_model.hardware");
@@ -317,6 +341,10 @@ int calibrate_command(const std::vector<std::string>& args) {
     const std::vector<std::string> lines = fit_kernels(kernels, base);
     device_fits.insert(device_fits.end(), lines.begin(), lines.end());
   }
+  if (!steps.empty()) {
+    const std::vector<std::string> lines = fit_steps(steps, config, base);
+    device_fits.insert(device_fits.end(), lines.begin(), lines.end());
+  }
   // Check the output is writable before the work.
   const std::string tmp = output + ".tmp";
   { std::ofstream probe(tmp); require(static_cast<bool>(probe), "--output", "cannot write '" + tmp + "'"); }
@@ -325,7 +353,7 @@ int calibrate_command(const std::vector<std::string>& args) {
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     bool flag = false;
-    for (const char* f : {"--output", "--measured", "--profiles", "--network", "--kernels"}) {
+    for (const char* f : {"--output", "--measured", "--profiles", "--network", "--kernels", "--steps"}) {
       if (a == f) flag = true, ++i;
       if (a.rfind(std::string(f) + "=", 0) == 0) flag = true;
     }
@@ -390,6 +418,7 @@ int calibrate_command(const std::vector<std::string>& args) {
     if (!profiles.empty()) out << " --profiles " << profiles;
     if (!network.empty()) out << " --network " << network;
     if (!kernels.empty()) out << " --kernels " << kernels;
+    if (!steps.empty()) out << " --steps " << steps;
     if (!measured.empty()) out << " --measured " << measured;
     out << " --output " << output << "\n# from " << config.cost_model.hardware << " (every other key as there). Fitted:\n";
     for (const std::string& f : device_fits) out << "#   " << f << "\n";

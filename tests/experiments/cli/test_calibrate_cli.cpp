@@ -14,6 +14,8 @@
 #include <fstream>
 
 #include "sim/hardware_spec.h"
+#include "sim/profile_table.h"
+#include "sim/roofline_cost_model.h"
 #include "support/cli.h"
 #include "support/h5_read.h"
 
@@ -191,6 +193,51 @@ TEST_CASE("calibration from the attention kernel benchmarks recovers their effic
   CHECK(f.attention_efficiency == Approx(0.55).epsilon(1e-4));
   CHECK(run_cli("calibrate " + kConfig + " --kernels " + (dir / "none").string() + " --output " + (dir / "x.ini").string())
             .status == 2);
+}
+
+TEST_CASE("calibration from a whole-step profile recovers the spec that timed it", "[cli][fidelity]") {
+  // A `testbed profile` table of Llama-2-7B whose steps the roofline timed
+  // with known efficiencies and overhead; calibrating the datasheet spec
+  // against it must find them.
+  const fs::path dir = testbed_test::scratch_dir("testbed_calibrate", "steps");
+  testbed::HardwareSpec truth = testbed::HardwareSpec::from_ini_file("experiments/hardware/h100-sxm.ini");
+  truth.compute_efficiency = 0.7;
+  truth.memory_efficiency = 0.85;
+  truth.kv_read_efficiency = 0.75;
+  truth.attention_efficiency = 0.5;
+  truth.step_overhead_s = 1.5e-3;
+  const testbed::ModelConfig m = testbed::ModelConfig::from_json_file("experiments/models/llama-2-7b.json");
+  const testbed::RooflineCostModel cost(truth, m, 1);
+  testbed::ProfileTable t;
+  t.prefill_tokens = {0, 64, 512, 2048, 8192};
+  t.decode_seqs = {0, 1, 8, 64, 256};
+  t.context = {0, 256, 2048, 16384};
+  t.model = m.name;
+  t.executor = "synthetic";
+  for (double P : t.prefill_tokens)
+    for (double D : t.decode_seqs)
+      for (double C : t.context) {
+        testbed::StepShape s;
+        if (P > 0) s.push_back(testbed::SeqShape{static_cast<int>(C), static_cast<int>(P), true, false, 0});
+        for (int i = 0; i < D; ++i) s.push_back(testbed::SeqShape{std::max(static_cast<int>(C), 1), 1, true, true, 0});
+        t.step_s.push_back(s.empty() ? 1e-4 : cost.predict(s));  // empty steps are never fitted
+      }
+  t.save((dir / "steps.h5").string());
+  const Outcome o = run_cli("calibrate " + kConfig + " --steps " + (dir / "steps.h5").string() + " --output " +
+                            (dir / "s.ini").string());
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  const testbed::HardwareSpec f = testbed::HardwareSpec::from_ini_file((dir / "s.ini").string());
+  CHECK(f.compute_efficiency == Approx(0.7).epsilon(1e-3));
+  CHECK(f.memory_efficiency == Approx(0.85).epsilon(1e-3));
+  CHECK(f.kv_read_efficiency == Approx(0.75).epsilon(1e-3));
+  CHECK(f.attention_efficiency == Approx(0.5).epsilon(1e-3));
+  CHECK(f.step_overhead_s == Approx(1.5e-3).epsilon(1e-3));
+  // A profile of another model is an error naming the flag.
+  const Outcome other = run_cli("calibrate " + kConfig + " --model.config=experiments/models/llama-3.1-8b.json --steps " +
+                                (dir / "steps.h5").string() + " --output " + (dir / "x.ini").string());
+  CHECK(other.status == 2);
+  CHECK_THAT(other.output, Catch::Contains("--steps"));
 }
 
 TEST_CASE("calibration on the shipped Vidur profiles, when present", "[cli][fidelity]") {
