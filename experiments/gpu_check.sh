@@ -1,34 +1,120 @@
 #!/usr/bin/env bash
-# GPU check: builds the CUDA kernels for sm_90 in build-gpu/, runs the GPU tests
-# (kernels vs CPU references, CudaExecutor vs CpuExecutor), the attention and
-# speculative-verification benchmarks, then prints one table against the project's goals:
+# GPU check: the GPU tests (kernels vs CPU references, CudaExecutor vs
+# CpuExecutor), a compute-sanitizer pass over small shapes, the attention and
+# speculative-verification benchmarks and a step profile of the CUDA executor,
+# then one table against the project's goals:
 #   decode  >= 80% of the measured device-to-device copy bandwidth at long contexts (>= 8k keys)
 #   prefill >= 300 TFLOP/s, bf16, head_dim 128, causal, >= 4k tokens
-# Full logs, the kernel profile CSVs and a step-time profile of the CUDA
-# executor (the HDF5 table cost_model.kind = profiled reads) go to ${OUT:-/tmp}/gpu_check/. Designed to
-# finish in under 8 minutes on one H200; every stage has its own time limit.
-#   experiments/gpu_check.sh            (from the repository root)
+#
+# The GPU machine's image has the CUDA toolkit but none of Eigen, Boost, HDF5,
+# Catch2, Google Benchmark or nlohmann-json, and nothing can be installed
+# there. So the binaries are built on a machine that has them and carried:
+#
+#   experiments/gpu_check.sh package   on the build machine: builds build-gpu/
+#                                      (sm_90) and fills build-gpu/bundle/ with
+#                                      the binaries and every shared library
+#                                      they need but the C library and CUDA's
+#                                      own (the image has CUDA 13.0); carry
+#                                      build-gpu/bundle (prints its size)
+#   experiments/gpu_check.sh           on the GPU machine, from the repository
+#                                      root: uses build-gpu/bundle when it is
+#                                      there (SKIP_BUILD=1 insists on it), else
+#                                      builds build-gpu/ first (needs the
+#                                      development packages)
+#
+# Before running anything it lists, with ldd, every library a binary cannot
+# resolve there. Logs, the kernel profile CSVs and the CUDA executor's step
+# profile (the HDF5 table cost_model.kind = profiled reads) go to
+# ${OUT:-/tmp}/gpu_check/. Designed to finish in under 8 minutes on one H200;
+# every stage has its own time limit.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+MODE="${1:-run}"
+BUILD_DIR="${BUILD_DIR:-build-gpu}"  # package from an existing CUDA Release build with BUILD_DIR=build
+BUNDLE=build-gpu/bundle
 LOG_DIR="${OUT:-/tmp}/gpu_check"
-mkdir -p "$LOG_DIR/profile"
 JOBS="$(nproc 2>/dev/null || echo 8)"
-status=0
 stage() { echo "== $1 ($(date +%H:%M:%S))"; }
 
-stage "configure + build (sm_90) -> $LOG_DIR/build.log"
-if ! timeout 300 bash -c "cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+build() {
+  stage "configure + build (sm_90) in $BUILD_DIR -> $1"
+  timeout 1800 bash -c "cmake -S . -B $BUILD_DIR -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
       -DTESTBED_CUDA=ON -DTESTBED_BENCHMARKS=ON &&
-    cmake --build build-gpu -j$JOBS --target gpu_test_kernels bench_attention bench_verify testbed" > "$LOG_DIR/build.log" 2>&1; then
-  tail -30 "$LOG_DIR/build.log"
-  echo "BUILD FAILED (see $LOG_DIR/build.log)"
-  exit 1
+    cmake --build $BUILD_DIR -j$JOBS --target gpu_test_kernels bench_attention bench_verify testbed" > "$1" 2>&1 || {
+    tail -30 "$1"
+    echo "BUILD FAILED (see $1)"
+    return 1
+  }
+}
+
+binaries() { echo $BUILD_DIR/tests/gpu_test_kernels $BUILD_DIR/kernels/bench_attention $BUILD_DIR/kernels/bench_verify $BUILD_DIR/testbed; }
+
+if [ "$MODE" = package ]; then
+  mkdir -p build-gpu "$BUILD_DIR"
+  build "$BUILD_DIR/build.log" || exit 1
+  rm -rf "$BUNDLE"
+  mkdir -p "$BUNDLE/bin" "$BUNDLE/lib"
+  for b in $(binaries); do cp "$b" "$BUNDLE/bin/"; done
+  # Every resolved library but the C library's own and CUDA's (the device has those, matching the driver).
+  for b in $(binaries); do ldd "$b"; done | awk '$3 ~ /^\// { print $3 }' | sort -u |
+    grep -v -E '/(libc|libm|libdl|libpthread|librt|libutil|ld-linux-x86-64)\.so|libcuda|libcudart|libcublas|libnvidia' |
+    while read -r lib; do cp -L "$lib" "$BUNDLE/lib/"; done
+  strip --strip-unneeded "$BUNDLE"/bin/* 2>/dev/null || true
+  git rev-parse --short HEAD > "$BUNDLE/commit" 2>/dev/null || true
+  echo "bundle: $BUNDLE ($(du -sh "$BUNDLE" | cut -f1), $(ls "$BUNDLE/lib" | wc -l) libraries, commit $(cat "$BUNDLE/commit" 2>/dev/null))"
+  echo "carry it, e.g. run(command='experiments/gpu_check.sh', carry=['$BUNDLE'])"
+  exit 0
 fi
-nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv > "$LOG_DIR/device.txt" 2>&1 || true
+
+mkdir -p "$LOG_DIR/profile"
+status=0
+if [ -d "$BUNDLE/bin" ]; then
+  BIN="$BUNDLE/bin"
+  export LD_LIBRARY_PATH="$PWD/$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "using the carried bundle (commit $(cat "$BUNDLE/commit" 2>/dev/null || echo '?'))"
+elif [ "${SKIP_BUILD:-0}" = 1 ]; then
+  echo "SKIP_BUILD=1 but $BUNDLE is not here: run 'experiments/gpu_check.sh package' where the build works, and carry it"
+  exit 1
+else
+  build "$LOG_DIR/build.log" || exit 1
+  BIN=""
+fi
+# CUDA's own libraries: the toolkit's, wherever the image keeps them.
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
+done
+bin() {  # bin NAME: the carried binary or the one just built
+  if [ -n "$BIN" ]; then echo "$BIN/$1"; else
+    case "$1" in gpu_test_kernels) echo $BUILD_DIR/tests/$1 ;; testbed) echo $BUILD_DIR/testbed ;; *) echo $BUILD_DIR/kernels/$1 ;; esac
+  fi
+}
+
+# Still unresolved CUDA libraries (an image keeping them elsewhere, e.g. in Python's nvidia packages): look for them.
+for want in libcudart.so.13 libcublas.so.13 libcublasLt.so.13; do
+  if ldd "$(bin gpu_test_kernels)" 2>/dev/null | grep -q "$want => not found"; then
+    found=$(timeout 60 find /usr /opt -name "$want*" -type f 2>/dev/null | head -1)
+    [ -n "$found" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$found")" && echo "found $want in $(dirname "$found")"
+  fi
+done
+
+stage "device and libraries"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv > "$LOG_DIR/device.txt" 2>&1 ||
+  echo "nvidia-smi: not available" > "$LOG_DIR/device.txt"
 cat "$LOG_DIR/device.txt"
+missing=0
+for b in gpu_test_kernels bench_attention bench_verify testbed; do
+  unresolved=$(ldd "$(bin $b)" 2>&1 | grep -E "not found|version .* not found" || true)
+  if [ -n "$unresolved" ]; then
+    echo "$b cannot resolve:"
+    echo "$unresolved" | sed 's/^/  /'
+    missing=1
+  fi
+done
+[ $missing = 1 ] && { echo "LIBRARIES MISSING: rebuild here without the bundle (rm -rf $BUNDLE), or carry what is listed"; exit 1; }
+echo "every library resolves"
 
 stage "GPU tests -> $LOG_DIR/gpu_tests.log"
-timeout 150 build-gpu/tests/gpu_test_kernels --durations yes > "$LOG_DIR/gpu_tests.log" 2>&1
+timeout 200 "$(bin gpu_test_kernels)" --durations yes > "$LOG_DIR/gpu_tests.log" 2>&1
 rc=$?
 tail -4 "$LOG_DIR/gpu_tests.log"
 if [ $rc -eq 77 ]; then
@@ -40,8 +126,25 @@ elif [ $rc -ne 0 ]; then
   status=1
 fi
 
+stage "compute-sanitizer on small shapes -> $LOG_DIR/sanitizer.log"
+if command -v compute-sanitizer > /dev/null; then
+  for tool in memcheck racecheck; do
+    timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 9 "$(bin gpu_test_kernels)" "[ops]" \
+      >> "$LOG_DIR/sanitizer.log" 2>&1
+    rc=$?
+    case $rc in
+      0) echo "  $tool [ops]: clean" ;;
+      9) echo "  $tool [ops]: ERRORS"; grep -m 10 -E "^=+ (Invalid|Race|Error)" "$LOG_DIR/sanitizer.log"; status=1 ;;
+      124) echo "  $tool [ops]: timed out" ;;
+      *) echo "  $tool [ops]: did not run (rc $rc): $(grep -m 1 -i -E "error|not supported" "$LOG_DIR/sanitizer.log")" ;;
+    esac
+  done
+else
+  echo "  compute-sanitizer is not on PATH"
+fi
+
 stage "benchmarks -> $LOG_DIR/bench_attention.log"
-timeout 180 build-gpu/kernels/bench_attention --benchmark_min_time=0.05 --profile_dir="$LOG_DIR/profile" \
+timeout 180 "$(bin bench_attention)" --benchmark_min_time=0.05 --profile_dir="$LOG_DIR/profile" \
   --benchmark_out="$LOG_DIR/bench_attention.json" --benchmark_out_format=json > "$LOG_DIR/bench_attention.log" 2>&1
 rc=$?
 if [ $rc -ne 0 ]; then
@@ -52,13 +155,13 @@ fi
 grep -m 1 "copy bandwidth" "$LOG_DIR/bench_attention.log"
 
 stage "verify kernel benchmark -> $LOG_DIR/bench_verify.log"
-timeout 90 build-gpu/kernels/bench_verify --benchmark_min_time=0.05 > "$LOG_DIR/bench_verify.log" 2>&1 ||
+timeout 90 "$(bin bench_verify)" --benchmark_min_time=0.05 > "$LOG_DIR/bench_verify.log" 2>&1 ||
   { tail -10 "$LOG_DIR/bench_verify.log"; status=1; }
 grep -E "^BM_Verify" "$LOG_DIR/bench_verify.log" | sed 's/^/  /'
 
 stage "step profile of the CUDA executor (cost_model.kind = profiled) -> $LOG_DIR/profile/step_profile_cuda.h5"
 # The small model (head dim 128; the CUDA kernels take 64 or 128, the tiny CPU model has 32).
-timeout 120 build-gpu/testbed profile experiments/quickstart.ini --executor.kind=cuda --repeats 2 \
+timeout 120 "$(bin testbed)" profile experiments/quickstart.ini --executor.kind=cuda --repeats 2 \
   --model.config=experiments/models/small.json --cache.num_blocks=8192 \
   --output "$LOG_DIR/profile/step_profile_cuda.h5" > "$LOG_DIR/step_profile.log" 2>&1 || { tail -5 "$LOG_DIR/step_profile.log"; status=1; }
 tail -2 "$LOG_DIR/step_profile.log"

@@ -15,6 +15,7 @@
 #include "engine/cuda/cuda_executor.h"
 #include "engine/sampler.h"
 #include "kernels/attention/attention.h"
+#include "kernels/common/device_probe.h"
 #include "kernels/common/model_ops.h"
 #include "kernels/spec/verify.h"
 
@@ -35,15 +36,7 @@ size_t bf16_rows(int rows, int cols) { return static_cast<size_t>(rows) * cols *
 
 }  // namespace
 
-bool cuda_device_available() {
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) {
-    cudaGetLastError();  // clear the error so later runtime calls do not report it
-    return false;
-  }
-  return count > 0;
-}
+bool cuda_device_available() { return probe_cuda_device().count > 0; }
 
 std::unique_ptr<Executor> make_cuda_executor(const ModelConfig& cfg, const LlamaWeights& weights, int num_blocks,
                                              int block_size, int max_model_len) {
@@ -51,7 +44,10 @@ std::unique_ptr<Executor> make_cuda_executor(const ModelConfig& cfg, const Llama
 }
 
 TESTBED_REGISTER(ExecutorRegistry, "cuda", [](const ExecutorSetup& s) {
-  require(cuda_device_available(), "executor.kind", "cuda: no CUDA device is visible on this machine");
+  const DeviceProbe p = probe_cuda_device();
+  require(p.count > 0, "executor.kind",
+          "cuda: no usable CUDA device (" + (p.error.empty() ? std::string("none found") : p.error) +
+              (p.smi.empty() ? "" : "; nvidia-smi lists " + p.smi) + ")");
   return make_cuda_executor(s.model, load_weights(s.model, s.weights, s.weights_seed), s.num_blocks, s.block_size,
                             s.max_model_len);
 });

@@ -10,9 +10,8 @@
 
 namespace testbed {
 
-// True when the CUDA runtime reports at least one device. Any error from
-// cudaGetDeviceCount (no driver, "driver version is insufficient", ...) counts
-// as "no device".
+// True when the CUDA runtime reports at least one device (kernels/common/device_probe.h
+// says why not, and tells a GPU the runtime cannot use from no GPU).
 bool cuda_device_available();
 
 // The Llama-family forward pass on the GPU over a paged bf16 KV cache laid out

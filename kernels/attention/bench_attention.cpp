@@ -14,7 +14,8 @@
 //   copy_bandwidth.csv:  bytes,gbps
 // (time_us: mean per call; bytes: K/V/q/out bytes a decode call must move;
 // gbps: 1e9 bytes/s; workspace_bytes: device scratch beyond inputs/outputs.)
-// Without a CUDA device it prints "SKIP: no CUDA device" and returns 77.
+// Without a GPU it prints "SKIP: no CUDA device (...)" and returns 77; with a
+// GPU the CUDA runtime cannot use, it fails (kernels/common/device_probe.h).
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -240,12 +241,14 @@ int main(int argc, char** argv) {
       argv[kept++] = argv[i];
   }
   argc = kept;
-  if (!have_cuda_device()) return 77;
+  if (const int rc = testbed::cuda_device_gate("bench_attention")) return rc;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   GpuTimer timer;
   g_timer = &timer;
   g_copy_bps = timer.report_copy_bandwidth();
+  g_prefill.stream_to(profile_dir + "/prefill_profile.csv");
+  g_decode.stream_to(profile_dir + "/decode_profile.csv");
   register_all();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -16,16 +16,11 @@
 #include <vector>
 
 #include "kernels/common/device_buffer.h"
+#include "kernels/common/device_probe.h"
 
 namespace testbed::bench {
 
 // False, with "SKIP: no CUDA device" printed, when there is no device (the drivers then return 77).
-inline bool have_cuda_device() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) return true;
-  std::printf("SKIP: no CUDA device\n");
-  return false;
-}
 
 class GpuTimer {
  public:
@@ -121,11 +116,17 @@ class GpuTimer {
 
 // Rows of one CSV table keyed by benchmark name: Google Benchmark calls a
 // benchmark several times while it sizes the iteration count, and the last
-// (longest) run overwrites the earlier ones.
+// (longest) run overwrites the earlier ones. With stream_to(path) the file is
+// rewritten after every row, so a run stopped by a time limit keeps the rows
+// that finished.
 class ProfileTable {
  public:
   explicit ProfileTable(std::string header) : header_(std::move(header)) {}
-  void set(const std::string& key, const std::string& row) { rows_[key] = row; }
+  void stream_to(std::string path) { path_ = std::move(path); }
+  void set(const std::string& key, const std::string& row) {
+    rows_[key] = row;
+    if (!path_.empty()) write(path_);
+  }
   bool empty() const { return rows_.empty(); }
   const std::map<std::string, std::string>& rows() const { return rows_; }
   bool write(const std::string& path) const {
@@ -137,7 +138,7 @@ class ProfileTable {
   }
 
  private:
-  std::string header_;
+  std::string header_, path_;
   std::map<std::string, std::string> rows_;
 };
 

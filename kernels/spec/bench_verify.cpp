@@ -8,7 +8,8 @@
 // device-to-device copy bandwidth: verification reads every row it reaches
 // once (greedy: the target's; rejection: target and draft rows), so it is
 // memory-bound. Each timed call is bracketed by CUDA events, the L2 flushed
-// first. Without a CUDA device it prints "SKIP: no CUDA device" and returns 77.
+// first. Without a GPU it prints "SKIP: no CUDA device (...)" and returns 77;
+// with a GPU the runtime cannot use, it fails (kernels/common/device_probe.h).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -92,7 +93,7 @@ BENCHMARK(BM_Verify)
 
 int main(int argc, char** argv) {
   using namespace testbed::bench;
-  if (!have_cuda_device()) return 77;
+  if (const int rc = testbed::cuda_device_gate("bench_verify")) return rc;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   GpuTimer timer;
