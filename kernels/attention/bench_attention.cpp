@@ -2,7 +2,10 @@
 //
 //   build/kernels/bench_attention --benchmark_min_time=0.05 --profile_dir=results/profile
 //
-// Each timed call is bracketed by CUDA events with the L2 flushed first. It
+// Inputs are random in [-1, 1] (filled on the device, kernels/common/fill.h) and
+// every benchmark checks its outputs: finite and within [-1, 1], and for bf16
+// decode one head against a host reference (a failed check marks the row an
+// error). Each timed call is bracketed by CUDA events with the L2 flushed first. It
 // reports prefill TFLOP/s (FLOPs = 4 B Hq Sq Sk d, halved for causal), the
 // naive kernel's extra memory (its materialised S and P), and decode bytes/s
 // against the device-to-device copy bandwidth measured at start-up. It writes
@@ -30,6 +33,8 @@
 #include "kernels/attention/attention.h"
 #include "kernels/attention/naive_attention.h"
 #include "kernels/common/bench_util.h"
+#include "kernels/common/fill.h"
+#include "kernels/common/model_ops.h"
 
 namespace testbed::bench {
 namespace {
@@ -50,11 +55,47 @@ struct Shape {
   }
 };
 
-// Finite 16-bit values without a host round trip: 0x3C3C is 0.0115 in bf16, 1.06 in fp16.
-DeviceBuffer filled(size_t bytes) {
-  DeviceBuffer b(bytes);
-  cuda_check(cudaMemset(b.get(), 0x3C, bytes), "fill");
+// Random 16-bit inputs in [-1, 1], filled on the device (kernels/common/fill.h):
+// element i of a buffer filled with `seed` is fill_uniform(seed, i, -1, 1).
+DeviceBuffer random_buffer(size_t elems, DType dtype, uint64_t seed) {
+  DeviceBuffer b(elems * 2);
+  cuda_check(launch_fill_uniform(b.get(), elems, dtype, -1.0f, 1.0f, seed, nullptr), "fill");
   return b;
+}
+constexpr uint64_t kSeedQ = 1, kSeedK = 2, kSeedV = 3;
+
+// float -> bf16 -> float, round to nearest even (the device's __float2bfloat16_rn).
+float round_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  bits &= 0xffff0000u;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+float bf16_bits_to_float(uint16_t v) {
+  const uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// Every output of `out` (16-bit, `elems` of them) must be finite and inside
+// [-1, 1] (attention averages values drawn from [-1, 1]); "" or what is wrong.
+std::string check_convex(const DeviceBuffer& out, size_t elems, DType dtype) {
+  const size_t n = std::min<size_t>(elems, size_t(1) << 20);
+  const std::vector<uint16_t> h = out.download<uint16_t>(n);
+  for (size_t i = 0; i < n; ++i) {
+    float f;
+    if (dtype == DType::kBF16) {
+      f = bf16_bits_to_float(h[i]);
+    } else {  // fp16: exponent all ones is Inf/NaN; magnitude above 1 is impossible here
+      if ((h[i] & 0x7c00u) == 0x7c00u) return format("output %zu is not finite", i);
+      f = (h[i] & 0x7fffu) > 0x3c0au ? 2.0f : 0.0f;  // 0x3c0a: 1.0098
+    }
+    if (!std::isfinite(f) || std::abs(f) > 1.0f + 1e-2f) return format("output %zu is %g, outside [-1, 1]", i, f);
+  }
+  return "";
 }
 
 // `seqs` sequences of `len` tokens each, their blocks scattered over the cache
@@ -62,12 +103,14 @@ DeviceBuffer filled(size_t bytes) {
 struct PagedCache {
   KvLayout layout;
   DeviceBuffer k, v, indptr, indices, lens;
-  PagedCache(int seqs, int len, int hkv, int d) {
+  std::vector<int32_t> ids;  // block table, host copy: sequence s owns ids[s * per_seq ..]
+  PagedCache(int seqs, int len, int hkv, int d, DType dtype = DType::kBF16) {
     const int per_seq = (len + kBlockSize - 1) / kBlockSize;
     layout = KvLayout{seqs * per_seq, kBlockSize, hkv, d};
-    k = filled(layout.num_elements() * 2);
-    v = filled(layout.num_elements() * 2);
-    std::vector<int32_t> ids(layout.num_blocks), ptr{0}, l(seqs, len);
+    k = random_buffer(layout.num_elements(), dtype, kSeedK);
+    v = random_buffer(layout.num_elements(), dtype, kSeedV);
+    std::vector<int32_t> ptr{0}, l(seqs, len);
+    ids.resize(layout.num_blocks);
     std::iota(ids.begin(), ids.end(), 0);
     Rng rng(1);
     for (size_t i = ids.size() - 1; i > 0; --i) std::swap(ids[i], ids[rng.below(i + 1)]);
@@ -91,9 +134,9 @@ void record_prefill(benchmark::State& state, const char* kind, const Shape& s, d
 }
 
 void bm_paged_prefill(benchmark::State& state, Shape s) {
-  PagedCache cache(s.batch, s.len, s.hkv, s.d);
+  PagedCache cache(s.batch, s.len, s.hkv, s.d, s.dtype);
   const size_t q_elems = size_t(s.batch) * s.len * s.hq * s.d;
-  DeviceBuffer q = filled(q_elems * 2), out(q_elems * 2), q_indptr;
+  DeviceBuffer q = random_buffer(q_elems, s.dtype, kSeedQ), out(q_elems * 2), q_indptr;
   std::vector<int32_t> qp(s.batch + 1);
   for (int i = 0; i <= s.batch; ++i) qp[i] = i * s.len;
   q_indptr.upload(qp);
@@ -110,12 +153,17 @@ void bm_paged_prefill(benchmark::State& state, Shape s) {
   p.table = cache.table(s.batch);
   p.scale = 1.0f / std::sqrt(float(s.d));
   const double sec = g_timer->run(state, [&] { return launch_paged_prefill_attention(p, g_timer->stream()); });
+  if (!state.error_occurred()) {
+    const std::string bad = check_convex(out, q_elems, s.dtype);
+    if (!bad.empty()) state.SkipWithError(("output check: " + bad).c_str());
+  }
   record_prefill(state, "paged_prefill", s, sec, 0);
 }
 
 void bm_varlen_prefill(benchmark::State& state, Shape s) {
   const size_t q_elems = size_t(s.batch) * s.len * s.hq * s.d, kv_elems = size_t(s.batch) * s.len * s.hkv * s.d;
-  DeviceBuffer q = filled(q_elems * 2), k = filled(kv_elems * 2), v = filled(kv_elems * 2), out(q_elems * 2), cu;
+  DeviceBuffer q = random_buffer(q_elems, s.dtype, kSeedQ), k = random_buffer(kv_elems, s.dtype, kSeedK),
+               v = random_buffer(kv_elems, s.dtype, kSeedV), out(q_elems * 2), cu;
   std::vector<int32_t> c(s.batch + 1);
   for (int i = 0; i <= s.batch; ++i) c[i] = i * s.len;
   cu.upload(c);
@@ -134,12 +182,17 @@ void bm_varlen_prefill(benchmark::State& state, Shape s) {
   p.causal = true;
   p.scale = 1.0f / std::sqrt(float(s.d));
   const double sec = g_timer->run(state, [&] { return launch_varlen_prefill_attention(p, g_timer->stream()); });
+  if (!state.error_occurred()) {
+    const std::string bad = check_convex(out, q_elems, s.dtype);
+    if (!bad.empty()) state.SkipWithError(("output check: " + bad).c_str());
+  }
   record_prefill(state, "varlen_prefill", s, sec, 0);
 }
 
 void bm_naive(benchmark::State& state, Shape s) {
   const size_t q_elems = size_t(s.batch) * s.len * s.hq * s.d, kv_elems = size_t(s.batch) * s.len * s.hkv * s.d;
-  DeviceBuffer q = filled(q_elems * 2), k = filled(kv_elems * 2), v = filled(kv_elems * 2), out(q_elems * 2);
+  DeviceBuffer q = random_buffer(q_elems, s.dtype, kSeedQ), k = random_buffer(kv_elems, s.dtype, kSeedK),
+               v = random_buffer(kv_elems, s.dtype, kSeedV), out(q_elems * 2);
   const size_t ws_bytes = naive_attention_workspace_bytes(s.len, s.len, s.hq, s.dtype);
   DeviceBuffer ws(ws_bytes);
   cublasHandle_t handle = nullptr;
@@ -162,14 +215,51 @@ void bm_naive(benchmark::State& state, Shape s) {
   p.scale = 1.0f / std::sqrt(float(s.d));
   p.workspace = ws.get();
   const double sec = g_timer->run(state, [&] { return launch_naive_attention(p, handle, g_timer->stream()); });
+  if (!state.error_occurred()) {
+    const std::string bad = check_convex(out, q_elems, s.dtype);
+    if (!bad.empty()) state.SkipWithError(("output check: " + bad).c_str());
+  }
   cublasDestroy(handle);
   record_prefill(state, "naive", s, sec, ws_bytes);
 }
 
+// Sequence 0, query head 0 of a bf16 paged decode, recomputed on the host from
+// the fill's seeds (double precision): "" or the relative L2 error when above 2e-2.
+std::string check_decode_head(const DeviceBuffer& out, const PagedCache& cache, const Shape& s) {
+  const int d = s.d;
+  std::vector<double> q(d), o(d, 0.0), scores(s.len);
+  for (int x = 0; x < d; ++x) q[x] = round_bf16(fill_uniform(kSeedQ, x, -1, 1));
+  const double scale = 1.0 / std::sqrt(double(d));
+  double m = -1e300;
+  for (int p = 0; p < s.len; ++p) {
+    const size_t off = cache.layout.offset(cache.ids[p / kBlockSize], 0, p % kBlockSize);
+    double dot = 0;
+    for (int x = 0; x < d; ++x) dot += q[x] * round_bf16(fill_uniform(kSeedK, off + x, -1, 1));
+    scores[p] = dot * scale;
+    m = std::max(m, scores[p]);
+  }
+  double l = 0;
+  for (int p = 0; p < s.len; ++p) {
+    const double w = std::exp(scores[p] - m);
+    l += w;
+    const size_t off = cache.layout.offset(cache.ids[p / kBlockSize], 0, p % kBlockSize);
+    for (int x = 0; x < d; ++x) o[x] += w * round_bf16(fill_uniform(kSeedV, off + x, -1, 1));
+  }
+  const std::vector<uint16_t> got = out.download<uint16_t>(d);
+  double err = 0, norm = 0;
+  for (int x = 0; x < d; ++x) {
+    const double ref = o[x] / l, g = bf16_bits_to_float(got[x]);
+    err += (g - ref) * (g - ref);
+    norm += ref * ref;
+  }
+  const double rel = std::sqrt(err / std::max(norm, 1e-30));
+  return rel <= 2e-2 ? "" : format("sequence 0 head 0 differs from the host reference by %.3g (relative L2)", rel);
+}
+
 void bm_paged_decode(benchmark::State& state, Shape s) {
-  PagedCache cache(s.batch, s.len, s.hkv, s.d);
+  PagedCache cache(s.batch, s.len, s.hkv, s.d, s.dtype);
   const size_t q_elems = size_t(s.batch) * s.hq * s.d;
-  DeviceBuffer q = filled(q_elems * 2), out(q_elems * 2);
+  DeviceBuffer q = random_buffer(q_elems, s.dtype, kSeedQ), out(q_elems * 2);
   PagedDecodeParams p;
   p.dtype = s.dtype;
   p.q = q.get();
@@ -185,6 +275,14 @@ void bm_paged_decode(benchmark::State& state, Shape s) {
   p.workspace = ws.get();
   const double sec = g_timer->run(state, [&] { return launch_paged_decode_attention(p, g_timer->stream()); });
   if (state.error_occurred()) return;
+  {  // the outputs: bounded, and sequence 0's query head 0 against a host reference
+    std::string bad = check_convex(out, q_elems, s.dtype);
+    if (bad.empty() && s.dtype == DType::kBF16) bad = check_decode_head(out, cache, s);
+    if (!bad.empty()) {
+      state.SkipWithError(("output check: " + bad).c_str());
+      return;
+    }
+  }
   const double bytes = 2.0 * s.batch * double(s.len) * s.hkv * s.d * 2 + 2.0 * q_elems * 2;  // K + V, q + out
   const double bps = sec > 0 ? bytes / sec : 0.0;
   const double pct = g_copy_bps > 0 ? 100.0 * bps / g_copy_bps : 0.0;

@@ -6,9 +6,11 @@
 
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <climits>
 
 #include "kernels/common/device_utils.cuh"
+#include "kernels/common/fill.h"
 
 namespace testbed {
 namespace {
@@ -223,6 +225,32 @@ cudaError_t launch_argmax(const float* logits, int num_rows, int vocab, int32_t*
   if (num_rows <= 0) return cudaSuccess;
   if (vocab <= 0) return cudaErrorInvalidValue;
   argmax_kernel<<<num_rows, kThreads, 0, stream>>>(logits, vocab, out);
+  return cudaGetLastError();
+}
+
+namespace {
+
+// Grid-stride: a fixed grid covers buffers of any size (several GB).
+template <class T>
+__global__ void fill_uniform_kernel(T* out, size_t n, float lo, float hi, uint64_t seed) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    out[i] = Half16<T>::from_float(fill_uniform(seed, i, lo, hi));
+}
+
+}  // namespace
+
+cudaError_t launch_fill_uniform(void* out, size_t n, DType dtype, float lo, float hi, uint64_t seed,
+                                cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (!out || !(hi >= lo)) return cudaErrorInvalidValue;
+  const unsigned grid = static_cast<unsigned>(std::min<size_t>((n + kThreads - 1) / kThreads, 65536));
+  if (dtype == DType::kBF16)
+    fill_uniform_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(out), n, lo, hi, seed);
+  else if (dtype == DType::kFP16)
+    fill_uniform_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__half*>(out), n, lo, hi, seed);
+  else
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 

@@ -62,4 +62,10 @@ cudaError_t launch_gather_rows(const float* src, const int32_t* rows, int num_ro
 // (as std::max_element over the row when it holds no NaN).
 cudaError_t launch_argmax(const float* logits, int num_rows, int vocab, int32_t* out, cudaStream_t stream);
 
+// out[i] = fill_uniform(seed, i, lo, hi) (kernels/common/fill.h) rounded to
+// `dtype` (bf16 or fp16, round to nearest even), i in [0, n): random
+// benchmark inputs the host can recompute.
+cudaError_t launch_fill_uniform(void* out, size_t n, DType dtype, float lo, float hi, uint64_t seed,
+                                cudaStream_t stream);
+
 }  // namespace testbed

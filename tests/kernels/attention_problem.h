@@ -148,4 +148,35 @@ inline VarlenProblem make_varlen_problem(Rng& rng, DType dtype, int num_q_heads,
   return p;
 }
 
+// A problem whose every query is zero, so each visible key scores 0 and gets
+// weight exactly 1 before normalisation, and whose value at position j, dim x
+// is (j + x) mod 8 (exact in bf16/fp16): the output is the mean of the
+// visible positions' values, a small rational the kernel must reproduce to
+// the output's rounding. A key dropped or counted twice moves some dim by at
+// least 0.5 / n of its value range (n <= 64 here), several times that bound.
+inline PagedProblem structured(const PagedProblem& random) {
+  PagedProblem p = random;
+  std::fill(p.q.begin(), p.q.end(), 0.0f);
+  for (int s = 0; s < p.num_seqs(); ++s)
+    for (int pos = 0; pos < p.seq_lens[s]; ++pos)
+      for (int g = 0; g < p.layout.num_kv_heads; ++g) {
+        const size_t off = p.layout.offset(p.indices[p.indptr[s] + pos / p.layout.block_size], g, pos % p.layout.block_size);
+        for (int x = 0; x < p.layout.head_dim; ++x) p.v_cache[off + x] = static_cast<float>((pos + x) % 8);
+      }
+  return p;
+}
+
+// Elements outside |out - ref| <= 2^-7 |ref| + 1e-3 (twice bf16's rounding),
+// NaN included: tight enough that one key too many or too few shows
+// (test_attention_ref.cpp checks that it does). *first gets the first one.
+inline size_t tight_mismatches(const std::vector<float>& out, const std::vector<float>& ref, size_t* first = nullptr) {
+  size_t bad = 0;
+  for (size_t i = 0; i < out.size() && i < ref.size(); ++i) {
+    const bool ok = std::isfinite(out[i]) && std::abs(out[i] - ref[i]) <= 0.0078125 * std::abs(ref[i]) + 1e-3;
+    if (!ok && bad++ == 0 && first) *first = i;
+  }
+  return bad + (out.size() > ref.size() ? out.size() - ref.size() : ref.size() - out.size());
+}
+
+
 }  // namespace testbed::test

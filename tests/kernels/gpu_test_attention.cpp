@@ -1,9 +1,15 @@
 // CUDA attention kernels against the CPU references, on fresh random inputs
 // over a grid: dtypes bf16/fp16, head dims 64/128, GQA groups 1/4/8(/16),
 // block sizes that do not divide the lengths, lengths that are not multiples of
-// the tiles, empty and long contexts, forced and planned decode splits.
-// Outputs are poisoned with NaN before each launch.
+// the tiles, empty and long contexts, forced and planned decode splits; and
+// structured inputs (zero queries, values encoding the position) checked
+// tightly, where a key dropped or read twice shows; a 2k x 2k causal prefill;
+// blocks of 64 and 128 tokens. Outputs are poisoned with NaN before each launch.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "attention_problem.h"
 #include "gpu_test_util.h"
@@ -73,6 +79,52 @@ std::vector<float> run_paged_decode(const PagedProblem& p, const DecodePlan& pla
 }
 
 }  // namespace
+
+namespace {
+
+void check_tight(const std::vector<float>& out, const std::vector<float>& ref, const char* what) {
+  size_t first = 0;
+  const size_t bad = tight_mismatches(out, ref, &first);
+  INFO(what << ": " << bad << " of " << out.size() << " elements off"
+            << (bad && first < out.size() && first < ref.size()
+                    ? ", first at " + std::to_string(first) + ": " + std::to_string(out[first]) + " vs " +
+                          std::to_string(ref[first])
+                    : std::string()));
+  CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("attention over structured inputs counts every visible key exactly once", "[gpu][prefill][decode]") {
+  Rng rng(2024);
+  for (DType dtype : {DType::kBF16, DType::kFP16})
+    for (int d : {64, 128})
+      for (int block_size : {16, 7, 64}) {
+        INFO(name(dtype) << " d " << d << " block " << block_size);
+        // Prefill: chunks after cached context, causal (query i sees ctx + i + 1 keys).
+        const PagedProblem pre = structured(
+            make_paged_problem(rng, dtype, 8, 2, d, block_size, {0, 5, 31}, {33, 27, 17}));
+        check_tight(run_paged_prefill(pre), pre.reference(), "paged prefill");
+        // Decode: one query over 1 .. 64 keys, with the planned and with forced splits.
+        const PagedProblem dec =
+            structured(make_paged_problem(rng, dtype, 16, 2, d, block_size, {0, 1, 15, 16, 47, 63}, {1, 1, 1, 1, 1, 1}));
+        const std::vector<float> ref = dec.reference();
+        for (const DecodePlan& plan : {DecodePlan{}, DecodePlan{4, 16}, plan_decode(dec.num_seqs(), 2, 64, 132)})
+          check_tight(run_paged_decode(dec, plan), ref, "paged decode");
+      }
+}
+
+TEST_CASE("long causal prefill and large blocks match the reference", "[gpu][prefill]") {
+  Rng rng(4096);
+  // 2,304 x 2,304 causal (many query and key tiles), then a chunk over a long
+  // cached context, with blocks of 64 and 128 tokens.
+  for (int block_size : {64, 128}) {
+    INFO("block " << block_size);
+    const PagedProblem p = make_paged_problem(rng, DType::kBF16, 8, 2, 128, block_size, {0, 1800}, {2304, 300});
+    CHECK_VALID(validate("long paged prefill", run_paged_prefill(p), p.reference(),
+                         Tolerance::for_dtype(DType::kBF16), p.out_shape()));
+  }
+}
 
 TEST_CASE("paged prefill matches the reference over context + new tokens", "[gpu][prefill]") {
   Rng rng(1234);

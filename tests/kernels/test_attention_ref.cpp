@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "engine/common/rng.h"
+#include "attention_problem.h"
 #include "kernels/attention/attention_ref.h"
 
 using namespace testbed;
@@ -80,4 +81,30 @@ TEST_CASE("paged attention over a block table equals dense attention", "[attenti
     }
   }
   CHECK(cases >= 18);
+}
+
+TEST_CASE("the structured attention check sees one key too many or too few", "[attention]") {
+  using namespace testbed::test;
+  // The GPU tests' structured problems (attention_problem.h): zero queries,
+  // values (j + x) mod 8. The reference gives each visible position's mean;
+  // a kernel that drops the first key, or reads one key twice, must fail the
+  // tight check for every context length 2 .. 64.
+  Rng rng(8);
+  for (int n = 2; n <= 64; ++n) {
+    INFO("n = " << n);
+    const PagedProblem p = structured(make_paged_problem(rng, DType::kBF16, 2, 1, 64, 16, {n - 1}, {1}));
+    const std::vector<float> ref = p.reference();
+    std::vector<float> dropped(64), doubled(64);
+    for (int x = 0; x < 64; ++x) {
+      double all = 0;
+      for (int j = 0; j < n; ++j) all += (j + x) % 8;
+      CHECK(ref[x] == Approx(all / n).margin(1e-5));                 // the mean, exactly
+      dropped[x] = static_cast<float>((all - x % 8) / (n - 1));        // key 0 left out
+      doubled[x] = static_cast<float>((all + (n - 1 + x) % 8) / (n + 1));  // the last key twice
+    }
+    const std::vector<float> head0(ref.begin(), ref.begin() + 64);
+    CHECK(tight_mismatches(head0, head0) == 0);
+    CHECK(tight_mismatches(dropped, head0) > 0);
+    CHECK(tight_mismatches(doubled, head0) > 0);
+  }
 }

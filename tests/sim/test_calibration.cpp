@@ -76,9 +76,8 @@ TEST_CASE("Vidur profiles are read by column and bad rows name file and line", "
     for (const char* op : ops)
       for (const char* st : {"min", "max", "mean", "median", "std"}) out << "time_stats." << op << "." << st << ",";
     out << "n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,use_gated_mlp,num_tokens,num_tensor_parallel_workers\n";
-    for (const char* op : ops)
+    for (size_t i = 0; i < std::size(ops); ++i)
       for (const char* st : {"min", "max", "mean", "median", "std"}) out << (std::string(st) == "median" ? "0.5" : "9") << ",";
-    (void)ops;
     out << "32,8,4096,14336,128256,True,16,2\n";
   }
   const VidurOpProfile p = read_vidur_mlp_csv(good.string());
