@@ -108,3 +108,19 @@ TEST_CASE("varlen problems agree with the paged reference on the same keys", "[v
   CHECK(v.max_q_len() == 9);
   CHECK(v.out_shape() == std::vector<int64_t>{12, 4, 64});
 }
+
+TEST_CASE("validate fails a row that is wrong as a whole though each element is within atol", "[validate]") {
+  // 16 rows of 64: fifteen of magnitude 1, one of magnitude 1e-3 returned doubled.
+  std::vector<float> ref(16 * 64), out;
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] = (i / 64 == 5 ? 1e-3f : 1.0f) * ((i % 7) - 3.0f) / 3.0f;
+  out = ref;
+  for (size_t i = 5 * 64; i < 6 * 64; ++i) out[i] *= 2;
+  const Tolerance tol = Tolerance::for_dtype(DType::kBF16);
+  const ValidationResult flat = validate("flat", out, ref, tol);  // no shape: no rows to judge
+  CHECK(flat.ok);
+  const ValidationResult rows = validate("rows", out, ref, tol, {16, 64});
+  CHECK_FALSE(rows.ok);
+  CHECK(rows.num_bad_rows == 1);
+  CHECK(rows.num_mismatches == 0);
+  CHECK_THAT(rows.report, Catch::Contains("[5, 0]"));
+}

@@ -40,6 +40,7 @@ struct ValidationResult {
   bool ok = true;
   size_t num_bad_values = 0;  // NaN or Inf in the output (unwritten elements stay NaN)
   size_t num_mismatches = 0;  // outside atol + rtol * |ref|
+  size_t num_bad_rows = 0;    // rows (the last dim of `shape`) whose own rel L2 exceeds 2 * tol.rel_l2
   double rel_l2 = 0.0;
   double max_abs_err = 0.0;
   std::string report;  // empty when ok
@@ -87,11 +88,31 @@ inline ValidationResult validate(const std::string& what, const float* out, cons
     }
   }
   r.rel_l2 = ref2 > 0.0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
-  r.ok = r.num_bad_values == 0 && r.num_mismatches == 0 && r.rel_l2 <= tol.rel_l2;
+  // Per row: a row of small values (an attention output over many keys, say)
+  // can pass atol element by element and vanish in the global norm while
+  // being wrong as a whole.
+  const size_t row = shape.size() >= 2 ? static_cast<size_t>(shape.back()) : 0;
+  if (row > 0 && n % row == 0) {
+    for (size_t start = 0; start < n; start += row) {
+      double e2 = 0.0, r2 = 0.0;
+      for (size_t i = start; i < start + row; ++i) {
+        if (!std::isfinite(out[i])) continue;  // counted above
+        e2 += (out[i] - ref[i]) * double(out[i] - ref[i]);
+        r2 += double(ref[i]) * ref[i];
+      }
+      const double rel = r2 > 0.0 ? std::sqrt(e2 / r2) : std::sqrt(e2);
+      if (rel > 2 * tol.rel_l2 && std::sqrt(e2) > 1e-6) {
+        if (r.num_bad_rows++ == 0 && printed < max_print)
+          msg << "  row " << format_index(start, shape) << ": rel L2 " << rel << " (max " << 2 * tol.rel_l2 << ")\n";
+      }
+    }
+  }
+  r.ok = r.num_bad_values == 0 && r.num_mismatches == 0 && r.num_bad_rows == 0 && r.rel_l2 <= tol.rel_l2;
   if (!r.ok) {
     std::ostringstream head;
     head << what << ": " << n << " values, " << r.num_bad_values << " NaN/Inf, " << r.num_mismatches
-         << " mismatches (atol " << tol.atol << ", rtol " << tol.rtol << "), rel L2 " << r.rel_l2 << " (max "
+         << " mismatches (atol " << tol.atol << ", rtol " << tol.rtol << "), " << r.num_bad_rows
+         << " rows off, rel L2 " << r.rel_l2 << " (max "
          << tol.rel_l2 << "), max |diff| " << r.max_abs_err << "\n";
     r.report = head.str() + msg.str();
   }
