@@ -46,8 +46,12 @@ double weight_bytes_per_gpu(const ModelConfig& m, int tp) {
                                                                     static_cast<double>(e.num_shared_experts) * e.shared_intermediate) / tp
                                      : 0.0;
   const double embed = s.vocab * h * (m.tie_word_embeddings ? 1 : 2);
-  return (s.layers * attention + m.num_dense_mlp_layers() * dense_mlp + m.num_moe_layers() * moe_mlp + embed + h) *
-         m.dtype_bytes();
+  // The linear layers at the model's precision; norms, router, embeddings and LM head 16-bit.
+  const double norms = 2 * h + (m.qk_norm ? 2 * d : 0), router = e.enabled() ? h * e.num_experts : 0.0;
+  const double linear = s.layers * (attention - norms) + m.num_dense_mlp_layers() * dense_mlp +
+                        m.num_moe_layers() * (moe_mlp - router);
+  const double other = s.layers * norms + m.num_moe_layers() * router + embed + h;
+  return linear * m.linear_weight_bytes() + other * m.other_weight_bytes();
 }
 
 double kv_bytes_per_token_per_gpu(const ModelConfig& m, int tp) {

@@ -73,7 +73,9 @@ RooflineCostModel::RooflineCostModel(HardwareSpec hardware, ModelConfig model, i
               model_.name);
   require(tp_ == 1 || hw_.link_gbps > 0, "interconnect.bandwidth_gbps",
           "must be positive for tensor_parallel > 1 (" + hw_.origin + ")");
-  gemm_flops_ = hw_.matmul_flops(model_.torch_dtype);
+  gemm_flops_ = hw_.matmul_flops(model_.gemm_dtype());
+  dequant_ops_ = hw_.fp32_tflops > 0 ? hw_.fp32_tflops * 1e12 : hw_.bf16_tflops * 1e12 / 16;
+  lm_flops_ = model_.precision.empty() ? gemm_flops_ : hw_.matmul_flops(model_.dtype_bytes() >= 2 ? model_.torch_dtype : "bfloat16");
   attn_flops_ = hw_.attention_flops(model_.torch_dtype);
   bandwidth_ = hw_.achieved_bandwidth();
   kv_bandwidth_ = hw_.achieved_kv_bandwidth();
@@ -92,7 +94,7 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
   const TpSplit s = tp_split(model_, tp_);
   const double L = s.layers, h = s.hidden, d = s.head_dim, I = s.inter, V = s.vocab;
   const double qd = s.q_heads * d, kvd = s.kv_heads * d;
-  const double wb = model_.dtype_bytes(), ab = activation_bytes(model_);
+  const double wb = model_.linear_weight_bytes(), ab = activation_bytes(model_);
 
   double T = 0, rows = 0;  // new tokens, sampling rows
   double prefill_flops = 0, prefill_bytes = 0, decode_flops = 0, decode_bytes = 0;
@@ -114,7 +116,9 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
   auto gemm = [&](const char* name, double rows_m, double k, double n, double repeat) {
     const double flops = repeat * 2 * rows_m * k * n;
     const double bytes = repeat * (k * n * wb + rows_m * k * ab + rows_m * n * ab);
-    return make_op(name, true, flops, bytes, gemm_flops_, bandwidth_);
+    OpCost op = make_op(name, true, flops, bytes, gemm_flops_, bandwidth_);
+    op.compute_s += repeat * dequant_s(rows_m, k * n);
+    return op;
   };
   size_t k = 0;
   cost.ops[k++] = gemm("qkv_proj", T, h, qd + 2 * kvd, L);  // fused QKV, column-parallel
@@ -125,7 +129,11 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
   if (Lm > 0) add_experts(T, Lm, gate_up, down);
   cost.ops[k++] = gate_up;
   cost.ops[k++] = down;
-  OpCost lm = rows > 0 ? gemm("lm_head", rows, h, V, 1) : make_op("lm_head", true, 0, 0, 1, 1);
+  // The LM head keeps 16-bit weights and runs at the 16-bit peak whatever model.precision is.
+  OpCost lm = rows > 0 ? make_op("lm_head", true, 2 * rows * h * V,
+                                 h * V * model_.other_weight_bytes() + rows * h * ab + rows * V * ab, lm_flops_,
+                                 bandwidth_)
+                       : make_op("lm_head", true, 0, 0, 1, 1);
   lm.bytes += rows * V * 4;  // fp32 logits written for the sampler
   lm.memory_s = lm.bytes / bandwidth_;
   cost.ops[k++] = lm;
@@ -159,6 +167,13 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
   cost.overhead_s = hw_.step_overhead_s + L * hw_.layer_overhead_s;
   cost.total_s = cost.roofline_s + cost.comm_s + cost.overhead_s;
   return cost;
+}
+
+double RooflineCostModel::dequant_s(double rows, double weights) const {
+  if (model_.precision != "w4a16" || rows <= 0) return 0;
+  // Marlin-style kernels unpack, shift by the zero point and scale each weight
+  // in registers (about 4 ALU operations) once per tile of up to 64 rows.
+  return weights * std::ceil(rows / 64) * 4 / dequant_ops_;
 }
 
 double RooflineCostModel::experts_touched(double tokens) const {
@@ -195,7 +210,7 @@ double RooflineCostModel::busiest_group_pairs(double tokens) const {
 void RooflineCostModel::add_experts(double T, double layers, OpCost& gate_up, OpCost& down) const {
   const MoeConfig& m = model_.moe;
   const double h = model_.hidden_size, E = m.num_experts, Ie = m.expert_intermediate;
-  const double wb = model_.dtype_bytes(), ab = activation_bytes(model_), tp = tp_, ep = ep_;
+  const double wb = model_.linear_weight_bytes(), ab = activation_bytes(model_), tp = tp_, ep = ep_;
   const double touched = experts_touched(T);
   // Routed experts over ep expert groups of tp / ep GPUs each (ep = 1: every
   // expert split TP ways): a GPU holds E / ep experts, each split tp / ep ways.
@@ -219,6 +234,15 @@ void RooflineCostModel::add_experts(double T, double layers, OpCost& gate_up, Op
     down_flops += 2 * T * S * h;
     down_bytes += S * h * wb + T * S * ab;
   }
+  // W4A16: each touched expert's slice is dequantized once per 64 of its pairs;
+  // the dense layers' dequantization is already in the ops' compute time.
+  double up_dequant = gate_up.compute_s - gate_up.flops / gemm_flops_;
+  double down_dequant = down.compute_s - down.flops / gemm_flops_;
+  if (model_.precision == "w4a16" && touched > 0) {
+    const double experts = touched / ep, per_expert = pairs / std::max(1.0, experts);
+    up_dequant += layers * experts * dequant_s(per_expert, h * 2 * slice);
+    down_dequant += layers * experts * dequant_s(per_expert, slice * h);
+  }
   gate_up.flops += layers * up_flops;
   gate_up.bytes += layers * up_bytes;
   down.flops += layers * down_flops;
@@ -227,6 +251,8 @@ void RooflineCostModel::add_experts(double T, double layers, OpCost& gate_up, Op
     o->compute_s = o->flops / gemm_flops_;
     o->memory_s = o->bytes / bandwidth_;
   }
+  gate_up.compute_s += up_dequant;
+  down.compute_s += down_dequant;
 }
 
 DecodeCrossover RooflineCostModel::decode_crossover(int context) const {
@@ -236,9 +262,10 @@ DecodeCrossover RooflineCostModel::decode_crossover(int context) const {
   x.context = context;
   x.dense_batch = crossing(one.dense_compute_s(), two.dense_compute_s(), one.dense_memory_s(), two.dense_memory_s());
   x.step_batch = crossing(one.compute_s, two.compute_s, one.memory_s, two.memory_s);
-  if (model_.moe.enabled()) {
+  if (model_.moe.enabled() || model_.precision == "w4a16") {
     // The experts' weight bytes grow with the batch until every expert is
-    // touched, so the terms are not linear in B: bisect on B instead.
+    // touched, and W4A16's dequantization steps every 64 rows, so the terms
+    // are not linear in B: bisect on B instead.
     auto first_compute_bound = [&](bool dense_only) {
       auto excess = [&](double b) {
         const StepCost c = breakdown(decode_shape(static_cast<int>(b), context));

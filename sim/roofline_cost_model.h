@@ -15,6 +15,11 @@
 //   attn_prefill, attn_decode                 4*Hq*d*n*(c+(n+1)/2) FLOPs (causal QK^T and PV) and
 //                                             2*Hkv*d*(c+n) K/V elements read, per sequence and layer
 //   elementwise                               RMSNorms, residual adds, SwiGLU, embedding rows (bytes only)
+// model.precision changes the linear layers: fp8 reads 1 byte a weight and
+// runs at the FP8 peak; w4a16 reads 4 bits (plus a 16-bit scale and 4-bit zero
+// per group) and adds its dequantization (4 ALU operations a weight, once per
+// 64 rows, at the FP32 CUDA-core rate) to the GEMM's compute time; the LM head
+// stays 16-bit.
 // A weight GEMM costs hw.combine(compute, memory): max() unless the spec fits
 // compute.overlap_exponent; each decoder layer adds step.layer_overhead_s.
 // Also here: the decode batch size at which decode turns compute-bound (KV
@@ -92,11 +97,13 @@ class RooflineCostModel : public CostModel {
  private:
   double all_reduce_s(double bytes) const;
   void add_experts(double tokens, double layers, OpCost& gate_up, OpCost& down) const;
+  // W4A16: the seconds of dequantizing `weights` weights for a GEMM of `rows` rows (0 otherwise).
+  double dequant_s(double rows, double weights) const;
 
   HardwareSpec hw_;
   ModelConfig model_;
   int tp_, ep_;
-  double gemm_flops_, attn_flops_, bandwidth_, kv_bandwidth_;
+  double gemm_flops_, lm_flops_, attn_flops_, bandwidth_, kv_bandwidth_, dequant_ops_ = 1;
 };
 
 DecodeCrossover decode_crossover(const HardwareSpec& hardware, const ModelConfig& model, int tensor_parallel,

@@ -224,6 +224,20 @@ int64_t ModelConfig::num_active_params() const {
                                             moe_mlp_params(*this, moe.experts_per_token));
 }
 
+double ModelConfig::linear_weight_bytes() const {
+  if (precision == "fp8") return 1.0;  // + 4 bytes per output channel, under 0.1% at K >= 4096
+  if (precision == "w4a16") return 0.5 + (2.0 + 0.5) / quant_group_size;  // 4-bit weight, 16-bit scale, 4-bit zero
+  return dtype_bytes();
+}
+
+double ModelConfig::other_weight_bytes() const { return precision.empty() ? dtype_bytes() : std::max(dtype_bytes(), 2); }
+
+std::string ModelConfig::gemm_dtype() const {
+  if (precision == "fp8") return "float8_e4m3fn";
+  if (precision == "w4a16") return dtype_bytes() >= 2 && torch_dtype != "float32" ? torch_dtype : "bfloat16";
+  return torch_dtype;
+}
+
 int ModelConfig::dtype_bytes() const {
   if (torch_dtype == "float32") return 4;
   if (torch_dtype == "bfloat16" || torch_dtype == "float16") return 2;

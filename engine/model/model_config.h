@@ -56,6 +56,15 @@ struct ModelConfig {
   std::string torch_dtype = "bfloat16";
   std::string architecture;  // architectures[0] ("" when the file names none: a Llama)
   MoeConfig moe;
+  // How the linear layers' weights are stored and multiplied (model.precision):
+  //   ""     the checkpoint's torch_dtype
+  //   fp8    e4m3 weights with a per-output-channel fp32 scale, GEMMs at the FP8 peak
+  //   w4a16  int4 weights in groups of quant_group_size along K, each group with a
+  //          16-bit scale and a 4-bit zero point; 16-bit activations, GEMMs at the
+  //          16-bit peak (dequantized in registers)
+  // Embeddings, the LM head, norms, activations and the KV cache stay 16-bit.
+  std::string precision;
+  int quant_group_size = 128;
 
   // Parses config.json; throws ConfigError naming the file and the field.
   static ModelConfig from_json_file(const std::string& path);
@@ -70,6 +79,12 @@ struct ModelConfig {
   int num_dense_mlp_layers() const { return num_layers - num_moe_layers(); }
   int64_t attention_params() const;    // one layer's projections and norms
   int dtype_bytes() const;             // of torch_dtype
+  // Bytes per parameter of a linear layer's weight at `precision`, scales and zeros included.
+  double linear_weight_bytes() const;
+  // Bytes per parameter of the rest (embeddings, LM head, norms).
+  double other_weight_bytes() const;
+  // The dtype whose tensor peak the linear layers' GEMMs run at.
+  std::string gemm_dtype() const;
   // K and V bytes per token over all layers, at `bytes` per element.
   int64_t kv_bytes_per_token(int bytes) const { return 2LL * num_layers * kv_size() * bytes; }
 };

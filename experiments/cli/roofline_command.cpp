@@ -1,4 +1,4 @@
-// testbed roofline --model M.json --hardware H.ini [--context 1024] [--tp 1] [--ep 1] [--output FILE.csv]
+// testbed roofline --model M.json --hardware H.ini [--context 1024] [--tp 1] [--ep 1] [--precision auto|fp8|w4a16] [--output FILE.csv]
 // The roofline cost model's view of one model on one device: the decode batch
 // size at which decode turns compute-bound, KV capacity from memory, and decode
 // step time against batch size (a table of powers of two and the knee; with
@@ -20,11 +20,12 @@ namespace testbed {
 namespace {
 
 constexpr const char* kUsage =
-    "roofline --model M.json --hardware H.ini [--context 1024] [--tp 1] [--ep 1] [--output FILE.csv]";
+    "roofline --model M.json --hardware H.ini [--context 1024] [--tp 1] [--ep 1] [--precision auto|fp8|w4a16] [--output FILE.csv]";
 
 struct RooflineArgs {
   std::string model, hardware, output;
   int context = 1024, tp = 1, ep = 1, max_batch = 1024, block_size = 16;
+  std::string precision = "auto";
   double fraction = 0.9;
 };
 
@@ -34,6 +35,7 @@ void bind_flags(OptionTable& t, RooflineArgs& a) {
   t.add_flag("context", &a.context, "cached tokens per decoding sequence");
   t.add_flag("tp", &a.tp, "tensor-parallel GPUs per instance");
   t.add_flag("ep", &a.ep, "expert groups over those GPUs (mixture-of-experts models)");
+  t.add_flag("precision", &a.precision, "linear layers: auto (the checkpoint's), fp8 or w4a16 (group 128)");
   t.add_flag("output", &a.output, "CSV of the decode curve, batch 1..max-batch");
   t.add_flag("max-batch", &a.max_batch, "largest decode batch");
   t.add_flag("block-size", &a.block_size, "KV block size, tokens");
@@ -91,7 +93,10 @@ int roofline_command(const std::vector<std::string>& args) {
     if (!probe) throw ConfigError("--output: cannot write '" + a.output + "'");
   }
 
-  const ModelConfig model = ModelConfig::from_json_file(a.model);
+  ModelConfig model = ModelConfig::from_json_file(a.model);
+  if (a.precision != "auto" && a.precision != "fp8" && a.precision != "w4a16")
+    throw ConfigError("--precision: '" + a.precision + "' is not auto, fp8 or w4a16");
+  if (a.precision != "auto") model.precision = a.precision;
   HardwareSpec hardware = HardwareSpec::from_ini_file(a.hardware);
   std::unique_ptr<RooflineCostModel> built;
   try {
@@ -108,9 +113,9 @@ int roofline_command(const std::vector<std::string>& args) {
   const DecodeCrossover x = m.decode_crossover(a.context);
   const double gib = 1024.0 * 1024.0 * 1024.0;
 
-  std::printf("testbed roofline: %s on %s, tensor_parallel %d%s, context %d\n", model.name.c_str(),
+  std::printf("testbed roofline: %s on %s, tensor_parallel %d%s%s, context %d\n", model.name.c_str(),
               m.hardware().name.c_str(), a.tp, a.ep > 1 ? (", expert_parallel " + std::to_string(a.ep)).c_str() : "",
-              a.context);
+              model.precision.empty() ? "" : (", precision " + model.precision).c_str(), a.context);
   std::printf("  weights %.2f GiB per GPU, KV %.1f KiB per token per GPU\n", weight_bytes_per_gpu(model, a.tp) / gib,
               kv_bytes_per_token_per_gpu(model, a.tp) / 1024.0);
   long long kv_blocks = 0;

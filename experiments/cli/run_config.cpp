@@ -15,6 +15,10 @@ void RunConfig::bind(OptionTable& t) {
   t.add_path("model.weights", &model.weights, "'dummy' (seeded random) or a .safetensors file");
   t.add("model.seed", &model.seed, "seed of dummy weights");
   t.add("model.max_model_len", &model.max_model_len, "longest sequence (0: max_position_embeddings)");
+  t.add("model.precision", &model.precision,
+        "linear layers: auto (the checkpoint's torch_dtype), fp8 (e4m3, per-channel scales) or w4a16 (int4 groups, "
+        "16-bit activations); simulated executor only");
+  t.add("model.quant_group_size", &model.quant_group_size, "w4a16: weights per scale and zero point along K");
 
   executor.kind.bind(t);
   t.add("executor.timing", &executor.timing, "measured | cost_model: where step durations come from");
@@ -85,6 +89,15 @@ void RunConfig::validate() const {
   require(!(executor.timing == "cost_model" && mode != "simulated"), "executor.timing",
           "cost_model timing needs driver.mode = simulated (wall-clock drivers measure time)");
   require(model.max_model_len >= 0, "model.max_model_len", "must be >= 0");
+  require(model.precision == "auto" || model.precision == "fp8" || model.precision == "w4a16", "model.precision",
+          "'" + model.precision + "' is not auto, fp8 or w4a16");
+  require(model.quant_group_size == 32 || model.quant_group_size == 64 || model.quant_group_size == 128,
+          "model.quant_group_size", "must be 32, 64 or 128");
+  require(model.quant_group_size == 128 || model.precision == "w4a16", "model.quant_group_size",
+          "applies to model.precision = w4a16");
+  require(model.precision == "auto" || executor.kind.name == "sim", "model.precision",
+          "fp8 and w4a16 are modelled by the simulated executor (executor.kind = sim); the CPU and CUDA executors "
+          "run the checkpoint's precision");
   engine.scheduler.validate();
   engine.cache.validate();
   require(sampling.temperature >= 0, "sampling.temperature", "must be >= 0");

@@ -27,6 +27,8 @@ struct ModelSection {
   std::string weights = "dummy";                        // "dummy" or a .safetensors path
   uint64_t seed = 0;                                     // dummy weights
   int max_model_len = 0;                                 // 0: the model's max_position_embeddings
+  std::string precision = "auto";                        // auto (the checkpoint's) | fp8 | w4a16
+  int quant_group_size = 128;                            // w4a16: weights per scale along K
 };
 
 struct ExecutorSection {

@@ -364,3 +364,44 @@ TEST_CASE("roofline expert parallelism: the busiest group's pairs, whole-tile ex
   linear.tensor_parallel = 2;
   CHECK(config_error([&] { linear.validate(); }).find("cost_model.expert_parallel") == 0);
 }
+
+TEST_CASE("roofline precisions: fp8 and w4a16 weight bytes, FP8 peak, W4A16 dequantization", "[roofline][precision]") {
+  ModelConfig m = model("llama-3.1-8b");
+  const HardwareSpec hw = h100_without_overhead();
+  const double embed = 2.0 * m.vocab_size * m.hidden_size;  // embedding table and LM head, parameters
+  const double linear = static_cast<double>(m.num_params()) - embed - m.num_layers * (2.0 * m.hidden_size) - m.hidden_size;
+  const double bf16 = weight_bytes_per_gpu(m, 1);
+  m.precision = "fp8";
+  // Linear layers 1 byte a weight; embeddings, LM head and norms stay 2.
+  CHECK(weight_bytes_per_gpu(m, 1) == Approx(linear * 1 + (m.num_params() - linear) * 2));
+  const RooflineCostModel fp8(hw, m, 1);
+  m.precision = "w4a16";
+  m.quant_group_size = 128;
+  // 4 bits, plus a 16-bit scale and a 4-bit zero per 128 weights.
+  CHECK(weight_bytes_per_gpu(m, 1) == Approx(linear * (0.5 + 2.5 / 128) + (m.num_params() - linear) * 2));
+  CHECK(weight_bytes_per_gpu(m, 1) < 0.4 * bf16);
+  const RooflineCostModel w4(hw, m, 1);
+  m.precision = "";
+  const RooflineCostModel base(hw, m, 1);
+  // KV capacity grows by the freed weight bytes.
+  ModelConfig q = m;
+  q.precision = "fp8";
+  CHECK(kv_blocks_from_memory(hw, q, 16, 0.9, 1) > kv_blocks_from_memory(hw, m, 16, 0.9, 1));
+  // Decode at batch 1 is weight-bound: the QKV projection's time is its bytes.
+  const StepCost b1 = base.breakdown(decode_shape(1, 512)), f1 = fp8.breakdown(decode_shape(1, 512)),
+                 w1 = w4.breakdown(decode_shape(1, 512));
+  CHECK(f1.op("qkv_proj").memory_s == Approx(b1.op("qkv_proj").memory_s / 2).epsilon(0.01));
+  CHECK(w1.op("qkv_proj").memory_s == Approx(b1.op("qkv_proj").memory_s * (0.5 + 2.5 / 128) / 2).epsilon(0.01));
+  CHECK(w1.op("lm_head").bytes == Approx(b1.op("lm_head").bytes));  // the LM head stays 16-bit
+  // FP8 runs its GEMMs at the FP8 peak: half the compute time of bf16 for the same FLOPs.
+  const StepCost bp = base.breakdown(prefill_shape(4096)), fp = fp8.breakdown(prefill_shape(4096));
+  CHECK(fp.op("mlp_gate_up").compute_s == Approx(bp.op("mlp_gate_up").compute_s * 989.4 / 1978.9));  // h100-sxm.ini peaks
+  // W4A16 dequantizes every weight once per 64 rows (4 operations at the FP32 rate):
+  // hidden under the weight reads at batch 1, a loss against bf16 in a long prefill.
+  const double qkv_weights = 32.0 * 4096 * (4096 + 2 * 1024);
+  CHECK(w1.op("qkv_proj").compute_s - b1.op("qkv_proj").compute_s == Approx(qkv_weights * 4 / 66.9e12));
+  CHECK(w1.op("qkv_proj").time_s() == Approx(w1.op("qkv_proj").memory_s));
+  const StepCost wp = w4.breakdown(prefill_shape(4096));
+  CHECK(wp.op("qkv_proj").compute_s == Approx(bp.op("qkv_proj").compute_s + qkv_weights * 64 * 4 / 66.9e12));
+  CHECK(wp.total_s > bp.total_s);
+}
