@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU check: the GPU tests (kernels vs CPU references, CudaExecutor vs
-# CpuExecutor), a compute-sanitizer pass over small shapes, the attention and
-# speculative-verification benchmarks and a step profile of the CUDA executor,
+# CpuExecutor), a compute-sanitizer pass over small shapes, the attention,
+# speculative-verification and quantized-GEMM (W4A16 vs cuBLAS bf16, FP8 vs
+# cuBLASLt) benchmarks and a step profile of the CUDA executor,
 # then one table against the project's goals:
 #   decode  >= 80% of the measured device-to-device copy bandwidth at long contexts (>= 8k keys)
 #   prefill >= 300 TFLOP/s, bf16, head_dim 128, causal, >= 4k tokens
@@ -40,14 +41,17 @@ build() {
   stage "configure + build (sm_90) in $BUILD_DIR -> $1"
   timeout 1800 bash -c "cmake -S . -B $BUILD_DIR -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
       -DTESTBED_CUDA=ON -DTESTBED_BENCHMARKS=ON &&
-    cmake --build $BUILD_DIR -j$JOBS --target gpu_test_kernels bench_attention bench_verify testbed" > "$1" 2>&1 || {
+    cmake --build $BUILD_DIR -j$JOBS --target gpu_test_kernels bench_attention bench_verify bench_gemm testbed" > "$1" 2>&1 || {
     tail -30 "$1"
     echo "BUILD FAILED (see $1)"
     return 1
   }
 }
 
-binaries() { echo $BUILD_DIR/tests/gpu_test_kernels $BUILD_DIR/kernels/bench_attention $BUILD_DIR/kernels/bench_verify $BUILD_DIR/testbed; }
+binaries() {
+  echo $BUILD_DIR/tests/gpu_test_kernels $BUILD_DIR/kernels/bench_attention $BUILD_DIR/kernels/bench_verify \
+    $BUILD_DIR/kernels/bench_gemm $BUILD_DIR/testbed
+}
 
 if [ "$MODE" = package ]; then
   mkdir -p build-gpu "$BUILD_DIR"
@@ -102,7 +106,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max
   echo "nvidia-smi: not available" > "$LOG_DIR/device.txt"
 cat "$LOG_DIR/device.txt"
 missing=0
-for b in gpu_test_kernels bench_attention bench_verify testbed; do
+for b in gpu_test_kernels bench_attention bench_verify bench_gemm testbed; do
   unresolved=$(ldd "$(bin $b)" 2>&1 | grep -E "not found|version .* not found" || true)
   if [ -n "$unresolved" ]; then
     echo "$b cannot resolve:"
@@ -158,6 +162,13 @@ stage "verify kernel benchmark -> $LOG_DIR/bench_verify.log"
 timeout 90 "$(bin bench_verify)" --benchmark_min_time=0.05 > "$LOG_DIR/bench_verify.log" 2>&1 ||
   { tail -10 "$LOG_DIR/bench_verify.log"; status=1; }
 grep -E "^BM_Verify" "$LOG_DIR/bench_verify.log" | sed 's/^/  /'
+
+stage "quantized GEMM benchmark -> $LOG_DIR/bench_gemm.log"
+timeout 120 "$(bin bench_gemm)" --benchmark_min_time=0.05 --profile_dir="$LOG_DIR/profile" > "$LOG_DIR/bench_gemm.log" 2>&1 ||
+  { tail -10 "$LOG_DIR/bench_gemm.log"; status=1; }
+awk -F, 'NR > 1 { printf "  %-13s M%-5d N%-5d K%-5d %9.1f us %8.1f TFLOP/s %7.0f GB/s %s\n", $1, $2, $3, $4, $5, $6, $7,
+  ($8 > 0 ? sprintf("%.2fx the baseline", $8) : "") }' "$LOG_DIR/profile/gemm_profile.csv" 2>/dev/null
+grep -m 5 "ERROR\|error_message" "$LOG_DIR/bench_gemm.log" | sed 's/^/  /'
 
 stage "step profile of the CUDA executor (cost_model.kind = profiled) -> $LOG_DIR/profile/step_profile_cuda.h5"
 # The small model (head dim 128; the CUDA kernels take 64 or 128, the tiny CPU model has 32).
