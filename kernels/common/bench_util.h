@@ -9,6 +9,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <exception>
 #include <map>
@@ -141,6 +142,25 @@ class ProfileTable {
   std::string header_, path_;
   std::map<std::string, std::string> rows_;
 };
+
+// The start of a benchmark driver's main(): takes --profile_dir=DIR out of
+// argv (default "."), checks for a usable GPU (0, or the exit code: 77 none,
+// 1 unusable) and hands the rest of argv to Google Benchmark (1 when it does
+// not know an argument).
+inline int start_benchmarks(const char* who, int& argc, char** argv, std::string& profile_dir) {
+  profile_dir = ".";
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--profile_dir=", 14) == 0)
+      profile_dir = argv[i] + 14;
+    else
+      argv[kept++] = argv[i];
+  }
+  argc = kept;
+  if (const int rc = cuda_device_gate(who)) return rc;
+  benchmark::Initialize(&argc, argv);
+  return benchmark::ReportUnrecognizedArguments(argc, argv) ? 1 : 0;
+}
 
 // printf into a std::string (CSV rows).
 template <class... Args>

@@ -248,18 +248,8 @@ void register_all() {
 
 int main(int argc, char** argv) {
   using namespace testbed::bench;
-  std::string profile_dir = ".";
-  int kept = 1;
-  for (int i = 1; i < argc; ++i) {  // take --profile_dir=DIR; leave the rest to Google Benchmark
-    if (std::strncmp(argv[i], "--profile_dir=", 14) == 0)
-      profile_dir = argv[i] + 14;
-    else
-      argv[kept++] = argv[i];
-  }
-  argc = kept;
-  if (const int rc = testbed::cuda_device_gate("bench_gemm")) return rc;
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  std::string profile_dir;
+  if (const int rc = start_benchmarks("bench_gemm", argc, argv, profile_dir)) return rc;
   GpuTimer timer;
   g_timer = &timer;
   if (cublasCreate(&g_cublas) != CUBLAS_STATUS_SUCCESS || cublasLtCreate(&g_lt) != CUBLAS_STATUS_SUCCESS) {
