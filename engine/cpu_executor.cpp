@@ -7,6 +7,8 @@
 
 #include "engine/common/config_error.h"
 #include "engine/flat_batch.h"
+#include "engine/kv_cache_manager.h"
+#include "engine/model/quantize_weights.h"
 #include "engine/sampler.h"
 #include "kernels/attention/attention_ref.h"
 
@@ -21,6 +23,20 @@ CpuExecutor::CpuExecutor(const ModelConfig& cfg, LlamaWeights weights, int num_b
   layout_.head_dim = cfg.head_dim;
   k_cache_.assign(cfg.num_layers, std::vector<float>(layout_.num_elements(), 0.0f));
   v_cache_.assign(cfg.num_layers, std::vector<float>(layout_.num_elements(), 0.0f));
+  fp8_inputs_ = cfg.precision == "fp8";
+  require(!cfg.moe.enabled(), "model.config", cfg.name + " is a mixture-of-experts model: the CPU executor runs dense ones");
+}
+
+const float* CpuExecutor::prepare(const float* in, int rows, int k, int layer, int linear) {
+  if (observer_) observer_(layer, linear, in, rows, k);
+  const std::vector<float>& s = w_.layers[layer].input_scale[linear];
+  if (s.empty() && !fp8_inputs_) return in;
+  scratch_.assign(in, in + static_cast<size_t>(rows) * k);
+  if (!s.empty())
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < k; ++c) scratch_[static_cast<size_t>(r) * k + c] /= s[c];
+  if (fp8_inputs_) round_rows_to_fp8(scratch_.data(), rows, k);
+  return scratch_.data();
 }
 
 StepResult CpuExecutor::execute(const Batch& batch) {
@@ -54,9 +70,9 @@ StepResult CpuExecutor::execute(const Batch& batch) {
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const LayerWeights& L = w_.layers[l];
     rms_norm(x_.data(), L.attn_norm.data.data(), T, H, eps, h_.data());
-    linear(h_.data(), T, L.wq, q_.data());
-    linear(h_.data(), T, L.wk, k_.data());
-    linear(h_.data(), T, L.wv, v_.data());
+    linear(prepare(h_.data(), T, H, l, kLinQ), T, L.wq, q_.data());
+    linear(prepare(h_.data(), T, H, l, kLinK), T, L.wk, k_.data());
+    linear(prepare(h_.data(), T, H, l, kLinV), T, L.wv, v_.data());
     if (cfg_.qk_norm) {
       rms_norm(q_.data(), L.q_norm.data.data(), T * cfg_.num_heads, d, eps, q_.data());
       rms_norm(k_.data(), L.k_norm.data.data(), T * cfg_.num_kv_heads, d, eps, k_.data());
@@ -75,13 +91,13 @@ StepResult CpuExecutor::execute(const Batch& batch) {
     }
     paged_attention_ref(q_.data(), attn_.data(), T, cfg_.num_heads, token_seq.data(), positions.data(), kc, vc,
                         layout_, table, scale);
-    linear(attn_.data(), T, L.wo, proj_.data());
+    linear(prepare(attn_.data(), T, Q, l, kLinO), T, L.wo, proj_.data());
     for (size_t i = 0; i < x_.size(); ++i) x_[i] += proj_[i];
     rms_norm(x_.data(), L.mlp_norm.data.data(), T, H, eps, h_.data());
-    linear(h_.data(), T, L.w_gate, gate_.data());
-    linear(h_.data(), T, L.w_up, up_.data());
+    linear(prepare(h_.data(), T, H, l, kLinGate), T, L.w_gate, gate_.data());
+    linear(prepare(h_.data(), T, H, l, kLinUp), T, L.w_up, up_.data());
     silu_mul(gate_.data(), up_.data(), static_cast<int64_t>(gate_.size()), gate_.data());
-    linear(gate_.data(), T, L.w_down, proj_.data());
+    linear(prepare(gate_.data(), T, I, l, kLinDown), T, L.w_down, proj_.data());
     for (size_t i = 0; i < x_.size(); ++i) x_[i] += proj_[i];
   }
 
@@ -131,9 +147,40 @@ void CpuExecutor::write_kv_blocks(const std::vector<int32_t>& blocks, const KvBl
       }
 }
 
+LlamaWeights quantized_weights(const ModelConfig& cfg, LlamaWeights w, int block_size) {
+  if (cfg.precision.empty()) return w;
+  if (cfg.precision == "w4a16" && cfg.quant_method != "rtn") {
+    // Calibration: the unquantized model over calibration_tokens(), every linear's input recorded.
+    ModelConfig plain = cfg;
+    plain.precision.clear();
+    // More calibration rows than any linear has inputs (GPTQ's H must be well conditioned).
+    const int n = std::min(2048, std::max(16, cfg.max_position_embeddings - 1));
+    const int blocks = (n + block_size - 1) / block_size;
+    CpuExecutor exec(plain, w, blocks, block_size, n + 1);
+    CalibrationInputs calib;
+    exec.set_linear_observer([&](int layer, int linear, const float* in, int rows, int k) {
+      std::vector<float>& v = calib[{layer, linear}];
+      v.insert(v.end(), in, in + static_cast<size_t>(rows) * k);
+    });
+    KvCacheManager kv(blocks, block_size, false);
+    Request r;
+    r.prompt = calibration_tokens(cfg.vocab_size, n, 0xCA11B);
+    Sequence seq(std::move(r));
+    if (!kv.allocate(seq, n)) throw std::logic_error("calibration: no KV room");
+    Batch b;
+    b.add(&seq, 0, n);
+    exec.execute(b);
+    quantize_linear_weights(cfg, w, &calib);
+    return w;
+  }
+  quantize_linear_weights(cfg, w, nullptr);
+  return w;
+}
+
 TESTBED_REGISTER(ExecutorRegistry, "cpu", [](const ExecutorSetup& s) -> std::unique_ptr<Executor> {
-  return std::make_unique<CpuExecutor>(s.model, load_weights(s.model, s.weights, s.weights_seed), s.num_blocks,
-                                       s.block_size, s.max_model_len);
+  return std::make_unique<CpuExecutor>(
+      s.model, quantized_weights(s.model, load_weights(s.model, s.weights, s.weights_seed), s.block_size), s.num_blocks,
+      s.block_size, s.max_model_len);
 });
 
 }  // namespace testbed

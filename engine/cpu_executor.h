@@ -4,6 +4,8 @@
 // Step durations are measured on the wall clock.
 #pragma once
 
+#include <functional>
+
 #include <memory>
 #include <vector>
 
@@ -15,6 +17,11 @@
 
 namespace testbed {
 
+// `w` at cfg.precision (engine/model/quantize_weights.h): unchanged for "",
+// round-tripped linears for fp8 and w4a16, after a calibration pass of the
+// unquantized model for gptq and awq.
+LlamaWeights quantized_weights(const ModelConfig& cfg, LlamaWeights w, int block_size);
+
 class CpuExecutor : public Executor {
  public:
   CpuExecutor(const ModelConfig& cfg, LlamaWeights weights, int num_blocks, int block_size, int max_model_len);
@@ -24,6 +31,12 @@ class CpuExecutor : public Executor {
   // Bytes of block b, every layer: [layer][K, V][kv_head][slot][head_dim] floats.
   KvBlockData read_kv_blocks(const std::vector<int32_t>& blocks) const override;
   void write_kv_blocks(const std::vector<int32_t>& blocks, const KvBlockData& data) override;
+
+  // Called with every linear layer's input before it is multiplied (layer,
+  // engine/model/quantize_weights.h's LinearIndex, rows x K values): how
+  // GPTQ and AWQ collect calibration inputs.
+  using LinearObserver = std::function<void(int layer, int linear, const float* in, int rows, int k)>;
+  void set_linear_observer(LinearObserver f) { observer_ = std::move(f); }
 
   // Logits of the last step's verified rows, [rows, vocab] in batch-item order (for tests).
   const std::vector<float>& last_logits() const { return logits_; }
@@ -36,7 +49,11 @@ class CpuExecutor : public Executor {
   RopeTable rope_;
   int max_model_len_;
   std::vector<std::vector<float>> k_cache_, v_cache_;  // per layer
-  std::vector<float> x_, h_, q_, k_, v_, attn_, proj_, gate_, up_, logits_;
+  std::vector<float> x_, h_, q_, k_, v_, attn_, proj_, gate_, up_, logits_, scratch_;
+  bool fp8_inputs_ = false;  // model.precision = fp8: inputs rounded to e4m3 per token
+  LinearObserver observer_;
+  // A linear's input as it multiplies: observed, divided by AWQ's scale, rounded to FP8.
+  const float* prepare(const float* in, int rows, int k, int layer, int linear);
 };
 
 }  // namespace testbed

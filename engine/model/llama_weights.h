@@ -22,6 +22,9 @@ struct LayerWeights {
   Tensor mlp_norm;        // [hidden]
   Tensor w_gate, w_up;    // [intermediate, hidden]
   Tensor w_down;          // [hidden, intermediate]
+  // AWQ's per-input-channel scales, one per linear in the order q, k, v, o,
+  // gate, up, down (empty: none): that linear's input is divided by it.
+  std::vector<float> input_scale[7];
 };
 
 struct LlamaWeights {

@@ -65,6 +65,7 @@ struct ModelConfig {
   // Embeddings, the LM head, norms, activations and the KV cache stay 16-bit.
   std::string precision;
   int quant_group_size = 128;
+  std::string quant_method = "rtn";  // w4a16: rtn | gptq | awq (engine/model/quantize_weights.h)
 
   // Parses config.json; throws ConfigError naming the file and the field.
   static ModelConfig from_json_file(const std::string& path);

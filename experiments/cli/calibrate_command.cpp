@@ -438,8 +438,11 @@ int calibrate_command(const std::vector<std::string>& args) {
 
 }  // namespace
 
-TESTBED_COMMAND("calibrate", "calibrate SIM_CONFIG.ini --measured TABLE.csv --output CALIBRATED.ini",
-                "fit a hardware spec's step overhead and serving front end to measured serving points",
+TESTBED_COMMAND("calibrate",
+                "calibrate SIM_CONFIG.ini [--profiles A.csv,B.csv] [--network AR.csv] [--kernels DIR] [--steps P.h5] "
+                "[--measured TABLE.csv] --output CALIBRATED.ini",
+                "fit a hardware spec to per-operator profiles, all-reduce times, kernel benchmarks, step profiles and "
+                "measured serving points",
                 calibrate_command);
 
 }  // namespace testbed

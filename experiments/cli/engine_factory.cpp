@@ -107,6 +107,7 @@ RunSetup prepare_run(const RunConfig& config) {
   s.model = ModelConfig::from_json_file(require_file("model.config", config.model.config));
   if (config.model.precision != "auto") s.model.precision = config.model.precision;
   s.model.quant_group_size = config.model.quant_group_size;
+  s.model.quant_method = config.model.quantization;
   static_cast<InstanceSetup&>(s) = prepare_instances(config, s.model, config.engine, config.cost_model);
   for (const PoolConfig& p : config.pools()) {
     with_key_prefix(p.prefix(), [&] { s.pools.push_back(prepare_instances(config, s.model, p.engine, p.cost_model)); });

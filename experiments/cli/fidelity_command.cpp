@@ -229,7 +229,8 @@ int fidelity_command(const std::vector<std::string>& args) {
 }  // namespace
 
 TESTBED_COMMAND("fidelity", "fidelity CONFIG.ini [--output DIR] [--repeats N] [--measured TABLE.csv]",
-                "real run vs simulation with the profiled cost model: relative errors of TTFT, TPOT, E2E",
+                "real runs vs simulation with the profiled cost model, or simulation vs measured serving points: "
+                "errors of TTFT, TPOT, E2E",
                 fidelity_command);
 
 }  // namespace testbed

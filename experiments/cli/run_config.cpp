@@ -17,8 +17,10 @@ void RunConfig::bind(OptionTable& t) {
   t.add("model.max_model_len", &model.max_model_len, "longest sequence (0: max_position_embeddings)");
   t.add("model.precision", &model.precision,
         "linear layers: auto (the checkpoint's torch_dtype), fp8 (e4m3, per-channel scales) or w4a16 (int4 groups, "
-        "16-bit activations); simulated executor only");
+        "16-bit activations); simulated and CPU executors");
   t.add("model.quant_group_size", &model.quant_group_size, "w4a16: weights per scale and zero point along K");
+  t.add("model.quantization", &model.quantization,
+        "w4a16 on the CPU executor: rtn (round to nearest), gptq or awq (calibrated on a fixed token set)");
 
   executor.kind.bind(t);
   t.add("executor.timing", &executor.timing, "measured | cost_model: where step durations come from");
@@ -95,9 +97,13 @@ void RunConfig::validate() const {
           "model.quant_group_size", "must be 32, 64 or 128");
   require(model.quant_group_size == 128 || model.precision == "w4a16", "model.quant_group_size",
           "applies to model.precision = w4a16");
-  require(model.precision == "auto" || executor.kind.name == "sim", "model.precision",
-          "fp8 and w4a16 are modelled by the simulated executor (executor.kind = sim); the CPU and CUDA executors "
-          "run the checkpoint's precision");
+  require(model.precision == "auto" || executor.kind.name != "cuda", "model.precision",
+          "the CUDA executor runs the checkpoint's precision (its quantized GEMMs are not wired in yet); use "
+          "executor.kind = cpu or sim");
+  require(model.quantization == "rtn" || model.quantization == "gptq" || model.quantization == "awq",
+          "model.quantization", "'" + model.quantization + "' is not rtn, gptq or awq");
+  require(model.quantization == "rtn" || model.precision == "w4a16", "model.quantization",
+          "applies to model.precision = w4a16");
   engine.scheduler.validate();
   engine.cache.validate();
   require(sampling.temperature >= 0, "sampling.temperature", "must be >= 0");

@@ -29,6 +29,7 @@ struct ModelSection {
   int max_model_len = 0;                                 // 0: the model's max_position_embeddings
   std::string precision = "auto";                        // auto (the checkpoint's) | fp8 | w4a16
   int quant_group_size = 128;                            // w4a16: weights per scale along K
+  std::string quantization = "rtn";                      // w4a16: rtn | gptq | awq
 };
 
 struct ExecutorSection {

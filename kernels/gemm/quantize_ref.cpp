@@ -45,6 +45,7 @@ W4Weights quantize_w4_gptq(const float* w, int n, int k, const float* x, int sam
   for (int r = 0; r < n; ++r)
     for (int i = 0; i < k; ++i) W(r, i) = w[static_cast<size_t>(r) * k + perm[i]];
   const int groups = k / group;
+  Eigen::VectorXd err(n);
   for (int i = 0; i < k; ++i) {
     const int col = perm[i], g = col / group;
     const double d = U(i, i);
@@ -54,9 +55,10 @@ W4Weights quantize_w4_gptq(const float* w, int n, int k, const float* x, int sam
       const int zero = symmetric ? 8 : q.zeros[gi];
       const int code = std::clamp(static_cast<int>(std::nearbyint(W(r, i) / s)) + zero, 0, 15);
       q.qweight[static_cast<size_t>(r) * (k / 8) + col / 8] |= static_cast<uint32_t>(code) << (4 * (col % 8));
-      const double err = (W(r, i) - (code - zero) * s) / d;
-      for (int j = i + 1; j < k; ++j) W(r, j) -= err * U(i, j);
+      err[r] = (W(r, i) - (code - zero) * s) / d;
     }
+    // Spread this column's error over the columns not yet quantized: W[:, i+1:] -= err U[i, i+1:].
+    if (i + 1 < k) W.rightCols(k - i - 1).noalias() -= err * U.row(i).tail(k - i - 1);
   }
   return q;
 }
@@ -83,6 +85,8 @@ AwqResult quantize_w4_awq(const float* w, int n, int k, const float* x, int samp
   std::vector<double> mean_abs(k, 0.0);
   for (int s = 0; s < samples; ++s)
     for (int c = 0; c < k; ++c) mean_abs[c] += std::abs(x[static_cast<size_t>(s) * k + c]) / samples;
+  // The search scores each exponent on at most 256 of the calibration rows (the scales use all of them).
+  const int eval_rows = std::min(samples, 256);
   AwqResult best;
   double best_err = INFINITY;
   std::vector<float> scaled(static_cast<size_t>(n) * k), scale(k);
@@ -97,7 +101,7 @@ AwqResult quantize_w4_awq(const float* w, int n, int k, const float* x, int samp
     for (int r = 0; r < n; ++r)
       for (int c = 0; c < k; ++c) scaled[static_cast<size_t>(r) * k + c] = w[static_cast<size_t>(r) * k + c] * scale[c];
     W4Weights q = quantize_w4_rtn(scaled.data(), n, k, group, symmetric);
-    const double err = layer_output_error(w, dequantize_w4(q), n, k, x, samples, &scale);
+    const double err = layer_output_error(w, dequantize_w4(q), n, k, x, eval_rows, &scale);
     if (err < best_err) {
       best_err = err;
       best.weights = std::move(q);

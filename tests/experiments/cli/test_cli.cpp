@@ -96,7 +96,9 @@ TEST_CASE("config errors name the key or file and exit 2 and write nothing", "[c
       {"run " + ini.string() + " --spec.verify=rejection", "spec.verify"},
       {"run " + ini.string() + " --model.config=" + (dir / "gpt2.json").string(), "architectures"},
       {"run " + ini.string() + " --model.precision=int3", "model.precision"},
-      {"run " + ini.string() + " --model.precision=fp8", "model.precision"},  // a real executor
+      {"run " + ini.string() + " --executor.kind=cuda --model.precision=fp8", "model.precision"},
+      {"run " + ini.string() + " --model.quantization=gptq", "model.quantization"},
+      {"run " + ini.string() + " --model.precision=w4a16 --model.quantization=squeeze", "model.quantization"},
       {"run " + ini.string() + " --executor.kind=sim --model.quant_group_size=64", "model.quant_group_size"},
       // A mixture-of-experts model on a real executor: the executors run dense models only.
       {"run " + ini.string() + " --model.config=experiments/models/mixtral-8x7b.json --executor.timing=measured",
