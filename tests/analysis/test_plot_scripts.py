@@ -340,6 +340,29 @@ class PlotScriptsTest(unittest.TestCase):
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("run papers/splitwise/run.sh first", p.stderr)
 
+    def test_gptq_awq_plot(self):
+        res, out = os.path.join(self.tmp.name, "gptq"), os.path.join(self.tmp.name, "png")
+        for key, scale in [("plain", 1.0), ("outliers", 2.0)]:
+            os.makedirs(os.path.join(res, key))
+            with open(os.path.join(res, key, "quant_eval.csv"), "w") as f:
+                f.write("method,group,kl_mean,kl_p90,top1_agreement,positions\n")
+                f.write(f"fp8,0,{1e-4 * scale},{2e-4 * scale},0.9,256\n")
+                for m, base in [("rtn", 5e-3), ("gptq", 3e-3), ("awq", 4e-3)]:
+                    for g in (32, 64, 128):
+                        f.write(f"{m},{g},{base * scale * g / 64},{2 * base * scale},0.5,256\n")
+        for prec, w in [("auto", 14.96), ("fp8", 8.46), ("w4a16", 5.33)]:
+            with open(os.path.join(res, f"roofline_8b_{prec}.txt"), "w") as f:
+                f.write(f"  weights {w} GiB per GPU, KV 128.0 KiB per token per GPU\n")
+                f.write("  batch   step_ms compute_ms\n      1     7.026      0.020\n     16     7.748      0.318\n")
+        p = run_script("papers/gptq-awq/plot.py", "--results", res, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFiles(out, ["kl.png"])
+        self.assertIn("| gptq | 64 | 3.00e-03 | 6.00e-03 | 50.0% |", p.stdout)
+        self.assertIn("| fp8 | - | 2.00e-04 | 4.00e-04 | 90.0% |", p.stdout)  # the outlier setting, twice the KL
+        self.assertIn("| w4a16 | 5.33 GiB | 7.03 ms | 7.75 ms | - | - |", p.stdout)
+        p = run_script("papers/gptq-awq/plot.py", "--results", os.path.join(self.tmp.name, "none"), "--out", out)
+        self.assertNotEqual(p.returncode, 0)
+
     def test_speculative_decoding_plot(self):
         res, out = os.path.join(self.tmp.name, "spec"), os.path.join(self.tmp.name, "png")
         # Tokens per step: measured exactly the closed form at 4,096 tokens, 1.9 at 64 for A = 0.5, k = 4.
