@@ -148,7 +148,7 @@ void CpuExecutor::write_kv_blocks(const std::vector<int32_t>& blocks, const KvBl
 }
 
 LlamaWeights quantized_weights(const ModelConfig& cfg, LlamaWeights w, int block_size) {
-  if (cfg.precision.empty()) return w;
+  if (cfg.precision.empty() || !w.quantized_format.empty()) return w;  // a quantized checkpoint is used as stored
   if (cfg.precision == "w4a16" && cfg.quant_method != "rtn") {
     // Calibration: the unquantized model over calibration_tokens(), every linear's input recorded.
     ModelConfig plain = cfg;

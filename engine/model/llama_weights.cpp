@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "engine/common/config_error.h"
+#include "engine/model/quantized_checkpoint.h"
 #include "engine/model/safetensors.h"
 #include "engine/common/rng.h"
 
@@ -66,7 +67,16 @@ LlamaWeights load_safetensors_weights(const ModelConfig& cfg, const std::string&
 LlamaWeights load_weights(const ModelConfig& cfg, const std::string& weights, uint64_t seed) {
   if (weights == "dummy") return make_dummy_weights(cfg, seed);
   require(std::filesystem::is_regular_file(weights), "model.weights", "file not found: " + weights);
-  return load_safetensors_weights(cfg, weights);
+  std::string format;
+  LlamaWeights w = load_checkpoint(cfg, weights, &format);
+  // A quantized checkpoint is run as stored: the config must say which precision that is.
+  const std::string want = format == "fp8" ? "fp8" : format.empty() ? "" : "w4a16";
+  require(format.empty() || cfg.precision == want, "model.precision",
+          weights + " is a " + format + " checkpoint: set model.precision = " + want);
+  require(!format.empty() || cfg.precision.empty() || cfg.precision == "fp8" || cfg.precision == "w4a16",
+          "model.precision", "unknown precision '" + cfg.precision + "'");
+  w.quantized_format = format;
+  return w;
 }
 
 void save_safetensors_weights(const ModelConfig& cfg, const LlamaWeights& w, const std::string& path,

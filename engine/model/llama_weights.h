@@ -33,6 +33,8 @@ struct LlamaWeights {
   Tensor final_norm;  // [hidden]
   Tensor lm_head;     // [vocab, hidden]; empty when tied to embed
   const Tensor& output_embedding() const { return lm_head.empty() ? embed : lm_head; }
+  // "" or the quantized checkpoint its linears were read from ("gptq", "awq", "fp8"): already quantized.
+  std::string quantized_format;
 };
 
 // Visits every tensor the config needs with its Hugging Face name and shape.

@@ -1,5 +1,6 @@
 #include "engine/model/safetensors.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -12,10 +13,13 @@ namespace testbed {
 namespace {
 
 int dtype_size(const std::string& dtype) {
-  if (dtype == "F32") return 4;
+  if (dtype == "F32" || dtype == "I32") return 4;
   if (dtype == "F16" || dtype == "BF16") return 2;
+  if (dtype == "U8" || dtype == "I8" || dtype == "F8_E4M3") return 1;
   return 0;
 }
+
+bool float_dtype(const std::string& dtype) { return dtype == "F32" || dtype == "F16" || dtype == "BF16"; }
 
 }  // namespace
 
@@ -89,7 +93,8 @@ Tensor SafetensorsFile::read(const std::string& name, const std::vector<int64_t>
     throw ConfigError(path_ + ": tensor '" + name + "' has shape " + shape_string(e.shape) + ", the model config needs " +
                       shape_string(expected_shape));
   const int size = dtype_size(e.dtype);
-  if (size == 0) throw ConfigError(path_ + ": tensor '" + name + "' has unsupported dtype " + e.dtype + " (F32, F16, BF16)");
+  if (!float_dtype(e.dtype))
+    throw ConfigError(path_ + ": tensor '" + name + "' has unsupported dtype " + e.dtype + " (F32, F16, BF16)");
   std::ifstream in(path_, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(data_start_ + e.begin));
   std::vector<char> raw(e.end - e.begin);
@@ -108,6 +113,61 @@ Tensor SafetensorsFile::read(const std::string& name, const std::vector<int64_t>
     }
   }
   return t;
+}
+
+std::string SafetensorsFile::dtype_of(const std::string& name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) throw ConfigError(path_ + ": missing tensor '" + name + "'");
+  return it->second.dtype;
+}
+
+std::vector<int64_t> SafetensorsFile::shape_of(const std::string& name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) throw ConfigError(path_ + ": missing tensor '" + name + "'");
+  return it->second.shape;
+}
+
+std::vector<uint8_t> SafetensorsFile::read_raw(const std::string& name, const std::vector<std::string>& dtypes,
+                                               const std::vector<int64_t>& expected_shape) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) throw ConfigError(path_ + ": missing tensor '" + name + "'");
+  const Entry& e = it->second;
+  if (std::find(dtypes.begin(), dtypes.end(), e.dtype) == dtypes.end() || dtype_size(e.dtype) == 0) {
+    std::string want;
+    for (const auto& d : dtypes) want += (want.empty() ? "" : ", ") + d;
+    throw ConfigError(path_ + ": tensor '" + name + "' has dtype " + e.dtype + " (expected " + want + ")");
+  }
+  if (e.shape != expected_shape)
+    throw ConfigError(path_ + ": tensor '" + name + "' has shape " + shape_string(e.shape) + ", expected " +
+                      shape_string(expected_shape));
+  std::ifstream in(path_, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(data_start_ + e.begin));
+  std::vector<uint8_t> raw(e.end - e.begin);
+  in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
+  if (!in) throw ConfigError(path_ + ": could not read tensor '" + name + "' (file changed or truncated)");
+  return raw;
+}
+
+void write_safetensors_raw(const std::string& path, const std::vector<RawTensor>& tensors) {
+  nlohmann::json header = nlohmann::json::object();
+  uint64_t offset = 0;
+  for (const RawTensor& t : tensors) {
+    int64_t numel = 1;
+    for (int64_t d : t.shape) numel *= d;
+    if (dtype_size(t.dtype) == 0 || t.bytes.size() != static_cast<uint64_t>(numel) * dtype_size(t.dtype))
+      throw ConfigError("write_safetensors_raw: tensor '" + t.name + "' bytes do not match its dtype and shape");
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes.size()}}};
+    offset += t.bytes.size();
+  }
+  std::string text = header.dump();
+  while (text.size() % 8) text += ' ';
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw ConfigError(path + ": cannot write");
+  uint64_t len = text.size();
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((len >> (8 * i)) & 0xff));
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  for (const RawTensor& t : tensors) out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+  if (!out) throw ConfigError(path + ": write failed");
 }
 
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, const Tensor*>>& tensors,

@@ -1,6 +1,7 @@
 // Reading and writing safetensors files (Hugging Face's format: an 8-byte
 // little-endian header length, a JSON header of {name: {dtype, shape,
-// data_offsets}}, then the raw tensor bytes). F32, F16 and BF16 are read into floats.
+// data_offsets}}, then the raw tensor bytes). F32, F16 and BF16 are read into
+// floats; I32, U8, I8 and F8_E4M3 (quantized checkpoints) as raw bytes.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,12 @@ class SafetensorsFile {
   std::vector<std::string> names() const;
   // Reads tensor `name`, converted to float; its shape must equal `expected_shape`.
   Tensor read(const std::string& name, const std::vector<int64_t>& expected_shape) const;
+  // The raw bytes of tensor `name` (integer and 8-bit tensors: I32, U8, I8,
+  // F8_E4M3), which must have one of `dtypes` and `expected_shape`.
+  std::vector<uint8_t> read_raw(const std::string& name, const std::vector<std::string>& dtypes,
+                                const std::vector<int64_t>& expected_shape) const;
+  std::string dtype_of(const std::string& name) const;
+  std::vector<int64_t> shape_of(const std::string& name) const;
 
  private:
   struct Entry {
@@ -38,5 +45,13 @@ class SafetensorsFile {
 // Writes tensors as `dtype` ("F32", "F16" or "BF16"); used by tests and tools.
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, const Tensor*>>& tensors,
                        const std::string& dtype);
+
+// A tensor as bytes in its own dtype (any of F32 F16 BF16 I32 U8 I8 F8_E4M3), for writing quantized checkpoints.
+struct RawTensor {
+  std::string name, dtype;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+};
+void write_safetensors_raw(const std::string& path, const std::vector<RawTensor>& tensors);
 
 }  // namespace testbed

@@ -1,0 +1,105 @@
+#include "engine/model/quantized_checkpoint.h"
+
+#include <cstring>
+
+#include "engine/common/config_error.h"
+#include "engine/model/float16.h"
+#include "engine/model/safetensors.h"
+#include "kernels/gemm/gemm_ref.h"
+
+namespace testbed {
+namespace {
+
+std::vector<int32_t> as_i32(const std::vector<uint8_t>& raw) {
+  std::vector<int32_t> v(raw.size() / 4);
+  std::memcpy(v.data(), raw.data(), v.size() * 4);
+  return v;
+}
+
+// A scale tensor [rows, cols] as floats (F16, BF16 or F32).
+std::vector<float> scales_of(const SafetensorsFile& f, const std::string& name, int64_t rows, int64_t cols) {
+  return f.read(name, {rows, cols}).data;
+}
+
+const int kAwqNibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};  // column j % 8 sits in nibble kAwqNibble[j % 8]
+
+}  // namespace
+
+LlamaWeights load_checkpoint(const ModelConfig& cfg, const std::string& path, std::string* format) {
+  SafetensorsFile file(path);
+  LlamaWeights w;
+  std::string seen;
+  auto note = [&](const std::string& f, const std::string& prefix) {
+    if (!seen.empty() && seen != f)
+      throw ConfigError(path + ": tensor '" + prefix + "' is " + f + " but others are " + seen);
+    seen = f;
+  };
+  for_each_weight(cfg, w, [&](const std::string& name, Tensor& t, const std::vector<int64_t>& shape, bool) {
+    const std::string suffix = ".weight";
+    const bool linear = name.size() > 12 && name.compare(name.size() - 12, 12, "_proj.weight") == 0;
+    const std::string prefix = name.substr(0, name.size() - suffix.size());
+    if (!linear) {
+      t = file.read(name, shape);
+      return;
+    }
+    const int64_t n = shape[0], k = shape[1];
+    t.shape = shape;
+    t.data.assign(static_cast<size_t>(n * k), 0.0f);
+    if (file.contains(prefix + ".qweight")) {
+      const std::vector<int64_t> qs = file.shape_of(prefix + ".qweight");
+      const bool gptq = qs == std::vector<int64_t>{k / 8, n} && k % 8 == 0;
+      const bool awq = qs == std::vector<int64_t>{k, n / 8} && n % 8 == 0;
+      if (!gptq && !awq)
+        throw ConfigError(path + ": tensor '" + prefix + ".qweight' has a shape neither GPTQ's [K/8, N] nor AWQ's [K, N/8]");
+      note(gptq ? "gptq" : "awq", prefix);
+      const std::vector<int64_t> ss = file.shape_of(prefix + ".scales");
+      if (ss.size() != 2 || ss[1] != n || ss[0] <= 0 || k % ss[0] != 0)
+        throw ConfigError(path + ": tensor '" + prefix + ".scales' must be [K/group, N]");
+      const int64_t groups = ss[0], g = k / groups;
+      const std::vector<float> scales = scales_of(file, prefix + ".scales", groups, n);
+      const std::vector<int32_t> q = as_i32(file.read_raw(prefix + ".qweight", {"I32"}, qs));
+      const std::vector<int32_t> z = as_i32(file.read_raw(prefix + ".qzeros", {"I32"}, {groups, n / 8}));
+      std::vector<int32_t> g_idx(k);
+      for (int64_t c = 0; c < k; ++c) g_idx[c] = static_cast<int32_t>(c / g);
+      if (gptq && file.contains(prefix + ".g_idx")) {
+        g_idx = as_i32(file.read_raw(prefix + ".g_idx", {"I32"}, {k}));
+        for (int32_t v : g_idx)
+          if (v < 0 || v >= groups) throw ConfigError(path + ": tensor '" + prefix + ".g_idx' names a group out of range");
+      }
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t c = 0; c < k; ++c) {
+          const int64_t grp = g_idx[c];
+          int code, zero;
+          if (gptq) {
+            code = (static_cast<uint32_t>(q[(c / 8) * n + r]) >> (4 * (c % 8))) & 0xF;
+            zero = ((static_cast<uint32_t>(z[grp * (n / 8) + r / 8]) >> (4 * (r % 8))) & 0xF) + 1;
+          } else {
+            code = (static_cast<uint32_t>(q[c * (n / 8) + r / 8]) >> (4 * kAwqNibble[r % 8])) & 0xF;
+            zero = (static_cast<uint32_t>(z[grp * (n / 8) + r / 8]) >> (4 * kAwqNibble[r % 8])) & 0xF;
+          }
+          t.data[static_cast<size_t>(r * k + c)] = static_cast<float>(code - zero) * scales[static_cast<size_t>(grp * n + r)];
+        }
+      return;
+    }
+    if (file.contains(name) && file.dtype_of(name) == "F8_E4M3") {
+      note("fp8", prefix);
+      const std::vector<uint8_t> codes = file.read_raw(name, {"F8_E4M3"}, shape);
+      const std::vector<int64_t> ss = file.shape_of(prefix + ".weight_scale");
+      const bool per_tensor = ss.empty() || ss == std::vector<int64_t>{1};
+      if (!per_tensor && ss != std::vector<int64_t>{n} && ss != std::vector<int64_t>{n, 1})
+        throw ConfigError(path + ": tensor '" + prefix + ".weight_scale' must be [], [1], [N] or [N, 1]");
+      const std::vector<uint8_t> raw = file.read_raw(prefix + ".weight_scale", {"F32"}, ss);
+      std::vector<float> s(raw.size() / 4);
+      std::memcpy(s.data(), raw.data(), raw.size());
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t c = 0; c < k; ++c)
+          t.data[static_cast<size_t>(r * k + c)] = e4m3_to_float(codes[static_cast<size_t>(r * k + c)]) * s[per_tensor ? 0 : r];
+      return;
+    }
+    t = file.read(name, shape);
+  });
+  if (format) *format = seen;
+  return w;
+}
+
+}  // namespace testbed
