@@ -12,11 +12,13 @@
 #include <stdexcept>
 
 #include "engine/common/config_error.h"
+#include "engine/cpu_executor.h"
 #include "engine/cuda/cuda_executor.h"
 #include "engine/sampler.h"
 #include "kernels/attention/attention.h"
 #include "kernels/common/device_probe.h"
 #include "kernels/common/model_ops.h"
+#include "kernels/gemm/gemm.h"
 #include "kernels/spec/verify.h"
 
 namespace testbed {
@@ -48,8 +50,19 @@ TESTBED_REGISTER(ExecutorRegistry, "cuda", [](const ExecutorSetup& s) {
   require(p.count > 0, "executor.kind",
           "cuda: no usable CUDA device (" + (p.error.empty() ? std::string("none found") : p.error) +
               (p.smi.empty() ? "" : "; nvidia-smi lists " + p.smi) + ")");
-  return make_cuda_executor(s.model, load_weights(s.model, s.weights, s.weights_seed), s.num_blocks, s.block_size,
-                            s.max_model_len);
+  // Quantized execution: w4a16 with RTN or GPTQ codes through the W4A16 kernel; fp8, AWQ
+  // (input scales) and quantized checkpoints run on the CPU executor only, for now.
+  require(s.model.precision.empty() || (s.model.precision == "w4a16" && s.model.quant_method != "awq"),
+          "model.precision", "the CUDA executor runs w4a16 with model.quantization = rtn or gptq; fp8 and awq run "
+          "on the CPU executor (executor.kind = cpu)");
+  require(s.model.precision.empty() || (s.model.hidden_size % 256 == 0 && s.model.intermediate_size % 256 == 0 &&
+                                        s.model.q_size() % 256 == 0),
+          "model.precision", "w4a16 on the CUDA executor needs hidden, intermediate and q sizes that are multiples of 256");
+  LlamaWeights w = load_weights(s.model, s.weights, s.weights_seed);
+  require(w.quantized_format.empty(), "model.weights",
+          "quantized checkpoints (" + w.quantized_format + ") run on the CPU executor only, for now");
+  return make_cuda_executor(s.model, quantized_weights(s.model, std::move(w), s.block_size), s.num_blocks,
+                            s.block_size, s.max_model_len);
 });
 
 CudaExecutor::CudaExecutor(const ModelConfig& cfg, const LlamaWeights& weights, int num_blocks, int block_size,
@@ -103,6 +116,27 @@ void CudaExecutor::gemm(const void* x_bf16, int rows, const void* w_bf16, int n,
                "cublasGemmEx");
 }
 
+void CudaExecutor::linear(const void* x_bf16, int rows, const DeviceBuffer& w_bf16, const DeviceW4& w4, int n, int k,
+                          float* y, float beta) {
+  if (!w4.present()) {
+    gemm(x_bf16, rows, w_bf16.get(), n, k, y, beta);
+    return;
+  }
+  W4A16Params p;
+  p.dtype = DType::kBF16;
+  p.a = x_bf16;
+  p.qweight = w4.qweight.as<uint32_t>();
+  p.scales = w4.scales.get();
+  p.zeros = w4.zeros.as<uint8_t>();
+  p.c = y;
+  p.m = rows;
+  p.n = n;
+  p.k = k;
+  p.group = w4.group;
+  p.beta = beta;
+  cuda_check(launch_w4a16_gemm(p, stream_), "w4a16 gemm");
+}
+
 void CudaExecutor::run_layer(int l, const StepInputs& in, const int32_t* d) {
   const int T = in.num_tokens(), H = cfg_.hidden_size, Q = cfg_.q_size(), KV = cfg_.kv_size();
   const int I = cfg_.intermediate_size, d_head = cfg_.head_dim, ld = Q + 2 * KV;
@@ -113,7 +147,7 @@ void CudaExecutor::run_layer(int l, const StepInputs& in, const int32_t* d) {
 
   cuda_check(launch_rms_norm(x, H, L.attn_norm.as<float>(), T, 1, H, eps, DType::kBF16, h16_.get(), H, stream_),
              "rms_norm");
-  gemm(h16_.get(), T, L.w_qkv.get(), ld, H, qkv, 0.0f);
+  linear(h16_.get(), T, L.w_qkv, L.q_qkv, ld, H, qkv, 0.0f);
   if (cfg_.qk_norm) {
     cuda_check(launch_rms_norm(qkv, ld, L.q_norm.as<float>(), T, cfg_.num_heads, d_head, eps, DType::kFP32, qkv, ld,
                                stream_),
@@ -168,12 +202,12 @@ void CudaExecutor::run_layer(int l, const StepInputs& in, const int32_t* d) {
     cuda_check(launch_paged_decode_attention(p, stream_), "decode attention");
   }
 
-  gemm(attn16_.get(), T, L.w_o.get(), H, Q, x, 1.0f);  // x += attn W_o^T
+  linear(attn16_.get(), T, L.w_o, L.q_o, H, Q, x, 1.0f);  // x += attn W_o^T
   cuda_check(launch_rms_norm(x, H, L.mlp_norm.as<float>(), T, 1, H, eps, DType::kBF16, h16_.get(), H, stream_),
              "rms_norm");
-  gemm(h16_.get(), T, L.w_gate_up.get(), 2 * I, H, gate_up_.as<float>(), 0.0f);
+  linear(h16_.get(), T, L.w_gate_up, L.q_gate_up, 2 * I, H, gate_up_.as<float>(), 0.0f);
   cuda_check(launch_silu_mul(gate_up_.as<float>(), T, I, act16_.get(), stream_), "silu_mul");
-  gemm(act16_.get(), T, L.w_down.get(), H, I, x, 1.0f);  // x += act W_down^T
+  linear(act16_.get(), T, L.w_down, L.q_down, H, I, x, 1.0f);  // x += act W_down^T
 }
 
 StepResult CudaExecutor::execute(const Batch& batch) {

@@ -42,6 +42,9 @@ class CudaExecutor : public Executor {
  private:
   // y[rows, n] = x[rows, k] * w[n, k]^T + beta * y: bf16 inputs, fp32 output and accumulation.
   void gemm(const void* x_bf16, int rows, const void* w_bf16, int n, int k, float* y, float beta);
+  // The same through the W4A16 kernel when the layer's weights are int4 (model.precision = w4a16).
+  void linear(const void* x_bf16, int rows, const DeviceBuffer& w_bf16, const DeviceW4& w4, int n, int k, float* y,
+              float beta);
   void run_layer(int layer, const StepInputs& in, const int32_t* dev_ints);
 
   ModelConfig cfg_;

@@ -23,6 +23,30 @@ DeviceBuffer upload_bf16(const std::vector<const Tensor*>& parts) {
   return buf;
 }
 
+DeviceW4 upload_w4(const std::vector<const W4Weights*>& parts) {
+  DeviceW4 d;
+  std::vector<uint32_t> q;
+  std::vector<uint16_t> s;
+  std::vector<uint8_t> z;
+  for (const W4Weights* p : parts) {
+    if (p->n == 0) throw std::invalid_argument("CUDA executor: a w4a16 weight has no codes (AWQ and checkpoints are CPU-only)");
+    if (d.n > 0 && (p->k != d.k || p->group != d.group)) throw std::invalid_argument("CUDA executor: fused w4a16 parts differ");
+    d.k = p->k;
+    d.group = p->group;
+    d.n += p->n;
+    q.insert(q.end(), p->qweight.begin(), p->qweight.end());
+    for (float v : p->scales) s.push_back(float_to_bf16(v));
+    if (p->symmetric())
+      z.insert(z.end(), p->scales.size(), 8);
+    else
+      z.insert(z.end(), p->zeros.begin(), p->zeros.end());
+  }
+  d.qweight.upload(q);
+  d.scales.upload(s);
+  d.zeros.upload(z);
+  return d;
+}
+
 DeviceBuffer upload_f32(const Tensor& t) {
   DeviceBuffer buf;
   buf.upload(t.data);
@@ -41,15 +65,22 @@ DeviceModel upload_model(const ModelConfig& cfg, const LlamaWeights& w, int max_
     const LayerWeights& L = w.layers[l];
     DeviceLayer& D = m.layers[l];
     D.attn_norm = upload_f32(L.attn_norm);
-    D.w_qkv = upload_bf16({&L.wq, &L.wk, &L.wv});
+    if (cfg.precision == "w4a16") {
+      D.q_qkv = upload_w4({&L.q4[0], &L.q4[1], &L.q4[2]});
+      D.q_o = upload_w4({&L.q4[3]});
+      D.q_gate_up = upload_w4({&L.q4[4], &L.q4[5]});
+      D.q_down = upload_w4({&L.q4[6]});
+    } else {
+      D.w_qkv = upload_bf16({&L.wq, &L.wk, &L.wv});
+      D.w_o = upload_bf16({&L.wo});
+      D.w_gate_up = upload_bf16({&L.w_gate, &L.w_up});
+      D.w_down = upload_bf16({&L.w_down});
+    }
     if (cfg.qk_norm) {
       D.q_norm = upload_f32(L.q_norm);
       D.k_norm = upload_f32(L.k_norm);
     }
-    D.w_o = upload_bf16({&L.wo});
     D.mlp_norm = upload_f32(L.mlp_norm);
-    D.w_gate_up = upload_bf16({&L.w_gate, &L.w_up});
-    D.w_down = upload_bf16({&L.w_down});
   }
   // The same values as RopeTable: angles in double, rounded once to float.
   const std::vector<double> inv = rope_inverse_frequencies(cfg);

@@ -12,6 +12,16 @@
 
 namespace testbed {
 
+// A linear layer's int4 weights on the device, in kernels/gemm/gemm.h's layout
+// (rows of several matrices concatenated, as the fused bf16 ones are).
+struct DeviceW4 {
+  DeviceBuffer qweight;  // [n][k / 8] uint32
+  DeviceBuffer scales;   // [n][k / group] bf16
+  DeviceBuffer zeros;    // [n][k / group] uint8
+  int n = 0, k = 0, group = 0;
+  bool present() const { return n > 0; }
+};
+
 struct DeviceLayer {
   DeviceBuffer attn_norm;   // [hidden] fp32
   DeviceBuffer w_qkv;       // [q_size + 2 * kv_size, hidden] bf16 (rows: wq, wk, wv)
@@ -21,6 +31,8 @@ struct DeviceLayer {
   DeviceBuffer mlp_norm;    // [hidden] fp32
   DeviceBuffer w_gate_up;   // [2 * intermediate, hidden] bf16 (rows: gate, up)
   DeviceBuffer w_down;      // [hidden, intermediate] bf16
+  // model.precision = w4a16: the same four GEMMs in int4 (the bf16 copies above are not uploaded then).
+  DeviceW4 q_qkv, q_o, q_gate_up, q_down;
 };
 
 struct DeviceModel {

@@ -12,6 +12,7 @@
 
 #include "engine/model/model_config.h"
 #include "engine/model/tensor.h"
+#include "kernels/gemm/gemm_ref.h"
 
 namespace testbed {
 
@@ -25,6 +26,9 @@ struct LayerWeights {
   // AWQ's per-input-channel scales, one per linear in the order q, k, v, o,
   // gate, up, down (empty: none): that linear's input is divided by it.
   std::vector<float> input_scale[7];
+  // w4a16 (RTN, GPTQ): each linear's codes, scales and zeros, the weights above
+  // being their dequantization; what the CUDA executor's W4A16 kernel reads.
+  W4Weights q4[7];
 };
 
 struct LlamaWeights {

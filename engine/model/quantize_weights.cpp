@@ -65,6 +65,7 @@ void quantize_linear_weights(const ModelConfig& cfg, LlamaWeights& w, const Cali
         }
       }
       t.data = dequantize_w4(q);
+      L.q4[i] = std::move(q);
     }
   }
 }

@@ -27,6 +27,7 @@ struct W4A16Params {
   const uint8_t* zeros = nullptr;
   float* c = nullptr;
   int m = 0, n = 0, k = 0, group = 128;
+  float beta = 0.0f;  // c = result + beta * c (1: accumulate, as a residual add)
 };
 cudaError_t launch_w4a16_gemm(const W4A16Params& p, cudaStream_t stream);
 

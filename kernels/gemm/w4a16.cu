@@ -17,7 +17,8 @@ constexpr int kCols = 32, kRows = 16, kThreads = 128, kChunk = 256;  // kChunk: 
 
 template <class T>
 __global__ void w4a16_kernel(const T* __restrict__ a, const uint32_t* __restrict__ qweight, const T* __restrict__ scales,
-                             const uint8_t* __restrict__ zeros, float* __restrict__ c, int m, int n, int k, int group) {
+                             const uint8_t* __restrict__ zeros, float* __restrict__ c, int m, int n, int k, int group,
+                             float beta) {
   __shared__ float as[kRows][kChunk];
   const int col = blockIdx.x * kCols + threadIdx.x / 4, lane4 = threadIdx.x % 4;
   const int row0 = blockIdx.y * kRows, rows = min(kRows, m - row0);
@@ -59,7 +60,10 @@ __global__ void w4a16_kernel(const T* __restrict__ a, const uint32_t* __restrict
     acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], 2);
   }
   if (col < n && lane4 == 0)
-    for (int r = 0; r < rows; ++r) c[static_cast<size_t>(row0 + r) * n + col] = acc[r];
+    for (int r = 0; r < rows; ++r) {
+      float* out = c + static_cast<size_t>(row0 + r) * n + col;
+      *out = beta != 0.0f ? acc[r] + beta * *out : acc[r];
+    }
 }
 
 }  // namespace
@@ -75,11 +79,11 @@ cudaError_t launch_w4a16_gemm(const W4A16Params& p, cudaStream_t stream) {
   if (p.dtype == DType::kBF16)
     w4a16_kernel<__nv_bfloat16><<<grid, kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(p.a), p.qweight,
                                                                 static_cast<const __nv_bfloat16*>(p.scales), p.zeros,
-                                                                p.c, p.m, p.n, p.k, p.group);
+                                                                p.c, p.m, p.n, p.k, p.group, p.beta);
   else if (p.dtype == DType::kFP16)
     w4a16_kernel<__half><<<grid, kThreads, 0, stream>>>(static_cast<const __half*>(p.a), p.qweight,
                                                         static_cast<const __half*>(p.scales), p.zeros, p.c, p.m, p.n,
-                                                        p.k, p.group);
+                                                        p.k, p.group, p.beta);
   else
     return cudaErrorInvalidValue;
   return cudaGetLastError();

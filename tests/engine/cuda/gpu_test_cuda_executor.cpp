@@ -85,7 +85,9 @@ Request make_request(int64_t id, Rng& rng, int len, int vocab) {
 
 void run_scenario(const ModelConfig& cfg, int block_size) {
   const int num_blocks = 64, max_len = 512;
-  const LlamaWeights w = make_dummy_weights(cfg, 21);
+  // Both executors get the same weights; for w4a16 the CPU multiplies their
+  // dequantization, the GPU the int4 codes through the W4A16 kernel.
+  const LlamaWeights w = quantized_weights(cfg, make_dummy_weights(cfg, 21), block_size);
   Pair pair{std::make_unique<CpuExecutor>(cfg, w, num_blocks, block_size, max_len),
             std::make_unique<CudaExecutor>(cfg, w, num_blocks, block_size, max_len)};
   KvCacheManager kv(num_blocks, block_size, false);
@@ -121,6 +123,18 @@ void run_scenario(const ModelConfig& cfg, int block_size) {
 }
 
 }  // namespace
+
+TEST_CASE("CUDA executor with w4a16 weights (the W4A16 kernel) matches the CPU executor's dequantized arithmetic",
+          "[gpu][executor][w4]") {
+  for (const char* method : {"rtn", "gptq"}) {
+    INFO(method);
+    ModelConfig cfg = tiny_model(64, 4, 2, "llama", false);
+    cfg.precision = "w4a16";
+    cfg.quant_group_size = 128;
+    cfg.quant_method = method;
+    run_scenario(cfg, 16);
+  }
+}
 
 TEST_CASE("CUDA executor matches the CPU executor: Llama, head_dim 64, GQA 2", "[gpu][executor]") {
   run_scenario(tiny_model(64, 4, 2, "llama", false), 16);
