@@ -52,11 +52,11 @@ TESTBED_REGISTER(ExecutorRegistry, "cuda", [](const ExecutorSetup& s) {
               (p.smi.empty() ? "" : "; nvidia-smi lists " + p.smi) + ")");
   // Quantized execution: w4a16 with RTN or GPTQ codes through the W4A16 kernel; fp8, AWQ
   // (input scales) and quantized checkpoints run on the CPU executor only, for now.
-  require(s.model.precision.empty() || (s.model.precision == "w4a16" && s.model.quant_method != "awq"),
-          "model.precision", "the CUDA executor runs w4a16 with model.quantization = rtn or gptq; fp8 and awq run "
-          "on the CPU executor (executor.kind = cpu)");
-  require(s.model.precision.empty() || (s.model.hidden_size % 256 == 0 && s.model.intermediate_size % 256 == 0 &&
-                                        s.model.q_size() % 256 == 0),
+  require(s.model.precision.empty() || s.model.precision == "fp8" || s.model.quant_method != "awq", "model.quantization",
+          "the CUDA executor runs w4a16 with rtn or gptq (AWQ's per-linear input scales do not fit its fused QKV "
+          "GEMM); awq runs on the CPU executor (executor.kind = cpu)");
+  require(s.model.precision != "w4a16" || (s.model.hidden_size % 256 == 0 && s.model.intermediate_size % 256 == 0 &&
+                                           s.model.q_size() % 256 == 0),
           "model.precision", "w4a16 on the CUDA executor needs hidden, intermediate and q sizes that are multiples of 256");
   LlamaWeights w = load_weights(s.model, s.weights, s.weights_seed);
   require(w.quantized_format.empty(), "model.weights",
@@ -116,8 +116,27 @@ void CudaExecutor::gemm(const void* x_bf16, int rows, const void* w_bf16, int n,
                "cublasGemmEx");
 }
 
-void CudaExecutor::linear(const void* x_bf16, int rows, const DeviceBuffer& w_bf16, const DeviceW4& w4, int n, int k,
-                          float* y, float beta) {
+void CudaExecutor::linear(const void* x_bf16, int rows, const DeviceBuffer& w_bf16, const DeviceW4& w4,
+                          const DeviceF8& f8, int n, int k, float* y, float beta) {
+  if (f8.present()) {  // dynamic W8A8: the input to e4m3 with one scale per token, then the FP8 GEMM
+    f8_codes_.resize(static_cast<size_t>(rows) * k);
+    f8_scales_.resize(sizeof(float) * rows);
+    cuda_check(launch_quantize_rows_fp8(x_bf16, rows, k, f8_codes_.as<uint8_t>(), f8_scales_.as<float>(), stream_),
+               "fp8 input quantization");
+    Fp8GemmParams p;
+    p.a = f8_codes_.as<uint8_t>();
+    p.b = f8.codes.as<uint8_t>();
+    p.sa = f8_scales_.as<float>();
+    p.sb = f8.scales.as<float>();
+    p.a_per_row = p.b_per_row = true;
+    p.c = y;
+    p.m = rows;
+    p.n = n;
+    p.k = k;
+    p.beta = beta;
+    cuda_check(launch_fp8_gemm(p, stream_), "fp8 gemm");
+    return;
+  }
   if (!w4.present()) {
     gemm(x_bf16, rows, w_bf16.get(), n, k, y, beta);
     return;
@@ -147,7 +166,7 @@ void CudaExecutor::run_layer(int l, const StepInputs& in, const int32_t* d) {
 
   cuda_check(launch_rms_norm(x, H, L.attn_norm.as<float>(), T, 1, H, eps, DType::kBF16, h16_.get(), H, stream_),
              "rms_norm");
-  linear(h16_.get(), T, L.w_qkv, L.q_qkv, ld, H, qkv, 0.0f);
+  linear(h16_.get(), T, L.w_qkv, L.q_qkv, L.f_qkv, ld, H, qkv, 0.0f);
   if (cfg_.qk_norm) {
     cuda_check(launch_rms_norm(qkv, ld, L.q_norm.as<float>(), T, cfg_.num_heads, d_head, eps, DType::kFP32, qkv, ld,
                                stream_),
@@ -202,12 +221,12 @@ void CudaExecutor::run_layer(int l, const StepInputs& in, const int32_t* d) {
     cuda_check(launch_paged_decode_attention(p, stream_), "decode attention");
   }
 
-  linear(attn16_.get(), T, L.w_o, L.q_o, H, Q, x, 1.0f);  // x += attn W_o^T
+  linear(attn16_.get(), T, L.w_o, L.q_o, L.f_o, H, Q, x, 1.0f);  // x += attn W_o^T
   cuda_check(launch_rms_norm(x, H, L.mlp_norm.as<float>(), T, 1, H, eps, DType::kBF16, h16_.get(), H, stream_),
              "rms_norm");
-  linear(h16_.get(), T, L.w_gate_up, L.q_gate_up, 2 * I, H, gate_up_.as<float>(), 0.0f);
+  linear(h16_.get(), T, L.w_gate_up, L.q_gate_up, L.f_gate_up, 2 * I, H, gate_up_.as<float>(), 0.0f);
   cuda_check(launch_silu_mul(gate_up_.as<float>(), T, I, act16_.get(), stream_), "silu_mul");
-  linear(act16_.get(), T, L.w_down, L.q_down, H, I, x, 1.0f);  // x += act W_down^T
+  linear(act16_.get(), T, L.w_down, L.q_down, L.f_down, H, I, x, 1.0f);  // x += act W_down^T
 }
 
 StepResult CudaExecutor::execute(const Batch& batch) {

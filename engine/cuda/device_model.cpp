@@ -47,6 +47,24 @@ DeviceW4 upload_w4(const std::vector<const W4Weights*>& parts) {
   return d;
 }
 
+DeviceF8 upload_f8(const LayerWeights& L, std::initializer_list<int> parts) {
+  DeviceF8 d;
+  std::vector<uint8_t> codes;
+  std::vector<float> scales;
+  for (int i : parts) {
+    if (L.f8_codes[i].empty()) throw std::invalid_argument("CUDA executor: an fp8 weight has no codes (FP8 checkpoints are CPU-only)");
+    const int n = static_cast<int>(L.f8_scales[i].size()), k = static_cast<int>(L.f8_codes[i].size() / n);
+    if (d.n > 0 && k != d.k) throw std::invalid_argument("CUDA executor: fused fp8 parts differ");
+    d.k = k;
+    d.n += n;
+    codes.insert(codes.end(), L.f8_codes[i].begin(), L.f8_codes[i].end());
+    scales.insert(scales.end(), L.f8_scales[i].begin(), L.f8_scales[i].end());
+  }
+  d.codes.upload(codes);
+  d.scales.upload(scales);
+  return d;
+}
+
 DeviceBuffer upload_f32(const Tensor& t) {
   DeviceBuffer buf;
   buf.upload(t.data);
@@ -70,6 +88,11 @@ DeviceModel upload_model(const ModelConfig& cfg, const LlamaWeights& w, int max_
       D.q_o = upload_w4({&L.q4[3]});
       D.q_gate_up = upload_w4({&L.q4[4], &L.q4[5]});
       D.q_down = upload_w4({&L.q4[6]});
+    } else if (cfg.precision == "fp8") {
+      D.f_qkv = upload_f8(L, {0, 1, 2});
+      D.f_o = upload_f8(L, {3});
+      D.f_gate_up = upload_f8(L, {4, 5});
+      D.f_down = upload_f8(L, {6});
     } else {
       D.w_qkv = upload_bf16({&L.wq, &L.wk, &L.wv});
       D.w_o = upload_bf16({&L.wo});

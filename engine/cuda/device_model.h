@@ -22,6 +22,13 @@ struct DeviceW4 {
   bool present() const { return n > 0; }
 };
 
+// A linear layer's FP8 weights: e4m3 codes [n][k] and per-channel fp32 scales [n].
+struct DeviceF8 {
+  DeviceBuffer codes, scales;
+  int n = 0, k = 0;
+  bool present() const { return n > 0; }
+};
+
 struct DeviceLayer {
   DeviceBuffer attn_norm;   // [hidden] fp32
   DeviceBuffer w_qkv;       // [q_size + 2 * kv_size, hidden] bf16 (rows: wq, wk, wv)
@@ -33,6 +40,8 @@ struct DeviceLayer {
   DeviceBuffer w_down;      // [hidden, intermediate] bf16
   // model.precision = w4a16: the same four GEMMs in int4 (the bf16 copies above are not uploaded then).
   DeviceW4 q_qkv, q_o, q_gate_up, q_down;
+  // model.precision = fp8: the four GEMMs in e4m3 (inputs quantized per token at run time).
+  DeviceF8 f_qkv, f_o, f_gate_up, f_down;
 };
 
 struct DeviceModel {

@@ -29,6 +29,9 @@ struct LayerWeights {
   // w4a16 (RTN, GPTQ): each linear's codes, scales and zeros, the weights above
   // being their dequantization; what the CUDA executor's W4A16 kernel reads.
   W4Weights q4[7];
+  // fp8: each linear's e4m3 codes [n][k] and per-output-channel scales [n].
+  std::vector<uint8_t> f8_codes[7];
+  std::vector<float> f8_scales[7];
 };
 
 struct LlamaWeights {

@@ -43,6 +43,8 @@ void quantize_linear_weights(const ModelConfig& cfg, LlamaWeights& w, const Cali
         const std::vector<uint8_t> q = quantize_fp8(t.data.data(), n, k, s);
         for (int r = 0; r < n; ++r)
           for (int c = 0; c < k; ++c) t.data[static_cast<size_t>(r) * k + c] = e4m3_to_float(q[static_cast<size_t>(r) * k + c]) * s[r];
+        L.f8_codes[i] = q;
+        L.f8_scales[i] = s;
         continue;
       }
       require(k % cfg.quant_group_size == 0, "model.quant_group_size",

@@ -44,7 +44,15 @@ struct Fp8GemmParams {
   bool a_per_row = false, b_per_row = false;
   float* c = nullptr;
   int m = 0, n = 0, k = 0;
+  float beta = 0.0f;  // c = result + beta * c
 };
 cudaError_t launch_fp8_gemm(const Fp8GemmParams& p, cudaStream_t stream);
+
+// Dynamic per-token FP8 quantization of activations: for each row of x
+// [rows][cols] (bf16), scale[r] = max|x_r| / 448 (1 for an all-zero row) and
+// codes[r][c] = e4m3(x[r][c] / scale[r]) (round to nearest even, saturating),
+// as fp8_scales_per_row / quantize_fp8 do on the host.
+cudaError_t launch_quantize_rows_fp8(const void* x_bf16, int rows, int cols, uint8_t* codes, float* scales,
+                                     cudaStream_t stream);
 
 }  // namespace testbed

@@ -122,3 +122,23 @@ TEST_CASE("the FP8 kernel matches the fp32 reference of its scaled inputs", "[gp
       CHECK(bad == 0);
     }
 }
+
+TEST_CASE("per-token FP8 quantization on the device matches the host's", "[gpu][gemm][fp8]") {
+  Rng rng(19);
+  for (const int cols : {1, 100, 4096}) {
+    const int rows = 37;
+    INFO("cols " << cols);
+    std::vector<float> x = round_to(randn(rng, static_cast<size_t>(rows) * cols), DType::kBF16);
+    for (int c = 0; c < cols; ++c) x[c] = 0.0f;  // an all-zero row: scale 1
+    const std::vector<float> s = fp8_scales_per_row(x.data(), rows, cols);
+    const std::vector<uint8_t> q = quantize_fp8(x.data(), rows, cols, s);
+    DeviceBuffer dx = upload_as(x, DType::kBF16), codes(static_cast<size_t>(rows) * cols), scales(sizeof(float) * rows);
+    cuda_check(cudaMemset(codes.get(), 0x7F, codes.bytes()), "poison");  // NaN codes
+    REQUIRE_LAUNCH(launch_quantize_rows_fp8(dx.get(), rows, cols, codes.as<uint8_t>(), scales.as<float>(), nullptr));
+    CHECK(scales.download<float>(rows) == s);
+    const std::vector<uint8_t> got = codes.download<uint8_t>(static_cast<size_t>(rows) * cols);
+    size_t differ = 0;
+    for (size_t i = 0; i < got.size(); ++i) differ += got[i] != q[i];
+    CHECK(differ == 0);  // both round to nearest even from the same float quotient
+  }
+}

@@ -36,6 +36,7 @@ struct Pair {
   std::unique_ptr<CpuExecutor> cpu;
   std::unique_ptr<CudaExecutor> gpu;
   int compared_rows = 0, clear_rows = 0, agreeing = 0;
+  Tolerance tol{3e-2, 0.1, 0.1};
 
   // Runs one batch on both, compares logits and greedy tokens, returns the CPU's
   // tokens (they drive both executors, so a near-tie cannot fork the runs).
@@ -45,7 +46,7 @@ struct Pair {
     const std::vector<float> lg = gpu->last_logits();
     REQUIRE(lc.size() == lg.size());
     // bf16 weights, activations and KV through two layers: a few percent in L2 is bf16 noise.
-    CHECK_VALID(validate("logits", lg, lc, Tolerance{3e-2, 0.1, 0.1},
+    CHECK_VALID(validate("logits", lg, lc, tol,
                          {static_cast<int64_t>(lc.size() / vocab), vocab}));
     for (size_t s = 0, row = 0; s < b.items.size(); ++s) {
       CHECK((tc[s] < 0) == (tg[s] < 0));
@@ -83,13 +84,14 @@ Request make_request(int64_t id, Rng& rng, int len, int vocab) {
   return r;
 }
 
-void run_scenario(const ModelConfig& cfg, int block_size) {
+void run_scenario(const ModelConfig& cfg, int block_size, Tolerance tol = Tolerance{3e-2, 0.1, 0.1}) {
   const int num_blocks = 64, max_len = 512;
   // Both executors get the same weights; for w4a16 the CPU multiplies their
   // dequantization, the GPU the int4 codes through the W4A16 kernel.
   const LlamaWeights w = quantized_weights(cfg, make_dummy_weights(cfg, 21), block_size);
   Pair pair{std::make_unique<CpuExecutor>(cfg, w, num_blocks, block_size, max_len),
             std::make_unique<CudaExecutor>(cfg, w, num_blocks, block_size, max_len)};
+  pair.tol = tol;
   KvCacheManager kv(num_blocks, block_size, false);
   Rng rng(8);
   std::vector<std::unique_ptr<Sequence>> seqs;
@@ -134,6 +136,14 @@ TEST_CASE("CUDA executor with w4a16 weights (the W4A16 kernel) matches the CPU e
     cfg.quant_method = method;
     run_scenario(cfg, 16);
   }
+}
+
+TEST_CASE("CUDA executor with fp8 weights and inputs (the FP8 kernels) matches the CPU executor's W8A8 arithmetic",
+          "[gpu][executor][fp8]") {
+  ModelConfig cfg = tiny_model(64, 4, 2, "llama", false);
+  cfg.precision = "fp8";
+  // The GPU rounds bf16 inputs to e4m3, the CPU fp32 ones: a code flips now and then, so twice the bf16 bound.
+  run_scenario(cfg, 16, Tolerance{6e-2, 0.2, 0.2});
 }
 
 TEST_CASE("CUDA executor matches the CPU executor: Llama, head_dim 64, GQA 2", "[gpu][executor]") {
