@@ -13,6 +13,7 @@
 
 #include "engine/common/config_error.h"
 #include "engine/cpu_executor.h"
+#include "engine/model/quantize_weights.h"
 #include "engine/cuda/cuda_executor.h"
 #include "engine/sampler.h"
 #include "kernels/attention/attention.h"
@@ -52,15 +53,18 @@ TESTBED_REGISTER(ExecutorRegistry, "cuda", [](const ExecutorSetup& s) {
               (p.smi.empty() ? "" : "; nvidia-smi lists " + p.smi) + ")");
   // Quantized execution: w4a16 with RTN or GPTQ codes through the W4A16 kernel; fp8, AWQ
   // (input scales) and quantized checkpoints run on the CPU executor only, for now.
-  require(s.model.precision.empty() || s.model.precision == "fp8" || s.model.quant_method != "awq", "model.quantization",
-          "the CUDA executor runs w4a16 with rtn or gptq (AWQ's per-linear input scales do not fit its fused QKV "
-          "GEMM); awq runs on the CPU executor (executor.kind = cpu)");
   require(s.model.precision != "w4a16" || (s.model.hidden_size % 256 == 0 && s.model.intermediate_size % 256 == 0 &&
                                            s.model.q_size() % 256 == 0),
           "model.precision", "w4a16 on the CUDA executor needs hidden, intermediate and q sizes that are multiples of 256");
   LlamaWeights w = load_weights(s.model, s.weights, s.weights_seed);
-  require(w.quantized_format.empty(), "model.weights",
-          "quantized checkpoints (" + w.quantized_format + ") run on the CPU executor only, for now");
+  // A quantized checkpoint runs on the GPU when its codes fit the kernels' layout (not GPTQ's act-order g_idx).
+  for (const LayerWeights& L : w.layers)
+    for (int i = 0; i < kNumLinears; ++i)
+      require(w.quantized_format.empty() || (w.quantized_format == "fp8" ? !L.f8_codes[i].empty() : L.q4[i].n > 0),
+              "model.weights",
+              s.weights + ": its " + w.quantized_format +
+                  " groups are not in column order (act-order g_idx) or use zero points above 15; the CUDA "
+                  "executor's W4A16 kernel cannot read them, the CPU executor can (executor.kind = cpu)");
   return make_cuda_executor(s.model, quantized_weights(s.model, std::move(w), s.block_size), s.num_blocks,
                             s.block_size, s.max_model_len);
 });
@@ -117,7 +121,12 @@ void CudaExecutor::gemm(const void* x_bf16, int rows, const void* w_bf16, int n,
 }
 
 void CudaExecutor::linear(const void* x_bf16, int rows, const DeviceBuffer& w_bf16, const DeviceW4& w4,
-                          const DeviceF8& f8, int n, int k, float* y, float beta) {
+                          const DeviceF8& f8, const DeviceBuffer& inv_scale, int n, int k, float* y, float beta) {
+  if (inv_scale.get() != nullptr) {  // AWQ: the input divided by its per-channel scale
+    awq16_.resize(bf16_rows(rows, k));
+    cuda_check(launch_scale_columns_bf16(x_bf16, rows, k, inv_scale.as<float>(), awq16_.get(), stream_), "awq scale");
+    x_bf16 = awq16_.get();
+  }
   if (f8.present()) {  // dynamic W8A8: the input to e4m3 with one scale per token, then the FP8 GEMM
     f8_codes_.resize(static_cast<size_t>(rows) * k);
     f8_scales_.resize(sizeof(float) * rows);
@@ -166,7 +175,7 @@ void CudaExecutor::run_layer(int l, const StepInputs& in, const int32_t* d) {
 
   cuda_check(launch_rms_norm(x, H, L.attn_norm.as<float>(), T, 1, H, eps, DType::kBF16, h16_.get(), H, stream_),
              "rms_norm");
-  linear(h16_.get(), T, L.w_qkv, L.q_qkv, L.f_qkv, ld, H, qkv, 0.0f);
+  linear(h16_.get(), T, L.w_qkv, L.q_qkv, L.f_qkv, L.inv_qkv, ld, H, qkv, 0.0f);
   if (cfg_.qk_norm) {
     cuda_check(launch_rms_norm(qkv, ld, L.q_norm.as<float>(), T, cfg_.num_heads, d_head, eps, DType::kFP32, qkv, ld,
                                stream_),
@@ -221,12 +230,12 @@ void CudaExecutor::run_layer(int l, const StepInputs& in, const int32_t* d) {
     cuda_check(launch_paged_decode_attention(p, stream_), "decode attention");
   }
 
-  linear(attn16_.get(), T, L.w_o, L.q_o, L.f_o, H, Q, x, 1.0f);  // x += attn W_o^T
+  linear(attn16_.get(), T, L.w_o, L.q_o, L.f_o, L.inv_o, H, Q, x, 1.0f);  // x += attn W_o^T
   cuda_check(launch_rms_norm(x, H, L.mlp_norm.as<float>(), T, 1, H, eps, DType::kBF16, h16_.get(), H, stream_),
              "rms_norm");
-  linear(h16_.get(), T, L.w_gate_up, L.q_gate_up, L.f_gate_up, 2 * I, H, gate_up_.as<float>(), 0.0f);
+  linear(h16_.get(), T, L.w_gate_up, L.q_gate_up, L.f_gate_up, L.inv_gate_up, 2 * I, H, gate_up_.as<float>(), 0.0f);
   cuda_check(launch_silu_mul(gate_up_.as<float>(), T, I, act16_.get(), stream_), "silu_mul");
-  linear(act16_.get(), T, L.w_down, L.q_down, L.f_down, H, I, x, 1.0f);  // x += act W_down^T
+  linear(act16_.get(), T, L.w_down, L.q_down, L.f_down, L.inv_down, H, I, x, 1.0f);  // x += act W_down^T
 }
 
 StepResult CudaExecutor::execute(const Batch& batch) {

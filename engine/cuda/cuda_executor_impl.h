@@ -43,8 +43,8 @@ class CudaExecutor : public Executor {
   // y[rows, n] = x[rows, k] * w[n, k]^T + beta * y: bf16 inputs, fp32 output and accumulation.
   void gemm(const void* x_bf16, int rows, const void* w_bf16, int n, int k, float* y, float beta);
   // The same through the W4A16 kernel when the layer's weights are int4 (model.precision = w4a16).
-  void linear(const void* x_bf16, int rows, const DeviceBuffer& w_bf16, const DeviceW4& w4, const DeviceF8& f8, int n,
-              int k, float* y, float beta);
+  void linear(const void* x_bf16, int rows, const DeviceBuffer& w_bf16, const DeviceW4& w4, const DeviceF8& f8,
+              const DeviceBuffer& inv_scale, int n, int k, float* y, float beta);
   void run_layer(int layer, const StepInputs& in, const int32_t* dev_ints);
 
   ModelConfig cfg_;
@@ -59,6 +59,7 @@ class CudaExecutor : public Executor {
   // Step inputs and activations; they grow to the largest step seen.
   DeviceBuffer verify_ints_, verify_probs_;  // verify_rejection's inputs and outputs
   DeviceBuffer f8_codes_, f8_scales_;        // fp8: a linear's input quantized per token
+  DeviceBuffer awq16_;                       // awq: a linear's input divided by its scale
   DeviceBuffer ints_, x_, h16_, qkv_, q16_, attn16_, gate_up_, act16_, last_, last16_, logits_, tokens_, decode_ws_;
   int last_num_sampled_ = 0;
 };

@@ -88,6 +88,22 @@ DeviceModel upload_model(const ModelConfig& cfg, const LlamaWeights& w, int max_
       D.q_o = upload_w4({&L.q4[3]});
       D.q_gate_up = upload_w4({&L.q4[4], &L.q4[5]});
       D.q_down = upload_w4({&L.q4[6]});
+      auto inverse = [](const std::vector<float>& s) {
+        DeviceBuffer b;
+        if (s.empty()) return b;
+        std::vector<float> inv(s.size());
+        for (size_t i = 0; i < s.size(); ++i) inv[i] = 1.0f / s[i];
+        b.upload(inv);
+        return b;
+      };
+      // AWQ scales one input per group of GEMMs (q, k, v share one; gate and up another).
+      if (L.input_scale[0] != L.input_scale[1] || L.input_scale[0] != L.input_scale[2] ||
+          L.input_scale[4] != L.input_scale[5])
+        throw std::invalid_argument("CUDA executor: fused GEMMs need one AWQ input scale per group");
+      D.inv_qkv = inverse(L.input_scale[0]);
+      D.inv_o = inverse(L.input_scale[3]);
+      D.inv_gate_up = inverse(L.input_scale[4]);
+      D.inv_down = inverse(L.input_scale[6]);
     } else if (cfg.precision == "fp8") {
       D.f_qkv = upload_f8(L, {0, 1, 2});
       D.f_o = upload_f8(L, {3});

@@ -40,6 +40,8 @@ struct DeviceLayer {
   DeviceBuffer w_down;      // [hidden, intermediate] bf16
   // model.precision = w4a16: the same four GEMMs in int4 (the bf16 copies above are not uploaded then).
   DeviceW4 q_qkv, q_o, q_gate_up, q_down;
+  // awq: 1 / the input scale of each GEMM's input (empty: none).
+  DeviceBuffer inv_qkv, inv_o, inv_gate_up, inv_down;
   // model.precision = fp8: the four GEMMs in e4m3 (inputs quantized per token at run time).
   DeviceF8 f_qkv, f_o, f_gate_up, f_down;
 };

@@ -35,6 +35,33 @@ void quantize_linear_weights(const ModelConfig& cfg, LlamaWeights& w, const Cali
           "'" + method + "' is not rtn, gptq or awq");
   for (size_t l = 0; l < w.layers.size(); ++l) {
     LayerWeights& L = w.layers[l];
+    if (cfg.precision == "w4a16" && method == "awq") {
+      // AWQ scales each group of linears that reads one input with one scale: q, k, v; o; gate, up; down.
+      require(calib != nullptr, "model.quantization", "awq needs calibration inputs");
+      for (const std::vector<int>& grp : {std::vector<int>{kLinQ, kLinK, kLinV}, std::vector<int>{kLinO},
+                                          std::vector<int>{kLinGate, kLinUp}, std::vector<int>{kLinDown}}) {
+        std::vector<const float*> ws;
+        std::vector<int> ns;
+        const int k = static_cast<int>(linear_of(L, grp[0])->shape[1]);
+        require(k % cfg.quant_group_size == 0, "model.quant_group_size",
+                std::to_string(cfg.quant_group_size) + " does not divide the " + std::to_string(k) +
+                    " input features of layer " + std::to_string(l) + "'s linears");
+        for (int i : grp) {
+          ws.push_back(linear_of(L, i)->data.data());
+          ns.push_back(static_cast<int>(linear_of(L, i)->shape[0]));
+        }
+        const auto it = calib->find({static_cast<int>(l), grp[0]});
+        require(it != calib->end() && !it->second.empty(), "model.quantization", "no calibration inputs for layer " + std::to_string(l));
+        AwqGroupResult a = quantize_w4_awq_group(ws, ns, k, it->second.data(), static_cast<int>(it->second.size() / k),
+                                                 cfg.quant_group_size, false);
+        for (size_t j = 0; j < grp.size(); ++j) {
+          linear_of(L, grp[j])->data = dequantize_w4(a.weights[j]);
+          L.q4[grp[j]] = std::move(a.weights[j]);
+          L.input_scale[grp[j]] = a.input_scale;
+        }
+      }
+      continue;
+    }
     for (int i = 0; i < kNumLinears; ++i) {
       Tensor& t = *linear_of(L, i);
       const int n = static_cast<int>(t.shape[0]), k = static_cast<int>(t.shape[1]);
@@ -58,13 +85,7 @@ void quantize_linear_weights(const ModelConfig& cfg, LlamaWeights& w, const Cali
         const auto it = calib->find({static_cast<int>(l), i});
         require(it != calib->end() && !it->second.empty(), "model.quantization", "no calibration inputs for layer " + std::to_string(l));
         const int samples = static_cast<int>(it->second.size() / k);
-        if (method == "gptq") {
-          q = quantize_w4_gptq(t.data.data(), n, k, it->second.data(), samples, cfg.quant_group_size, false);
-        } else {
-          AwqResult a = quantize_w4_awq(t.data.data(), n, k, it->second.data(), samples, cfg.quant_group_size, false);
-          q = std::move(a.weights);
-          L.input_scale[i] = std::move(a.input_scale);
-        }
+        q = quantize_w4_gptq(t.data.data(), n, k, it->second.data(), samples, cfg.quant_group_size, false);
       }
       t.data = dequantize_w4(q);
       L.q4[i] = std::move(q);

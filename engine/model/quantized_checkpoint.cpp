@@ -34,7 +34,9 @@ LlamaWeights load_checkpoint(const ModelConfig& cfg, const std::string& path, st
       throw ConfigError(path + ": tensor '" + prefix + "' is " + f + " but others are " + seen);
     seen = f;
   };
+  int layer = -1, linear_index = 0;  // for_each_weight visits each layer's linears in q k v o gate up down order
   for_each_weight(cfg, w, [&](const std::string& name, Tensor& t, const std::vector<int64_t>& shape, bool) {
+    if (name.find("input_layernorm") != std::string::npos) ++layer, linear_index = 0;
     const std::string suffix = ".weight";
     const bool linear = name.size() > 12 && name.compare(name.size() - 12, 12, "_proj.weight") == 0;
     const std::string prefix = name.substr(0, name.size() - suffix.size());
@@ -45,6 +47,8 @@ LlamaWeights load_checkpoint(const ModelConfig& cfg, const std::string& path, st
     const int64_t n = shape[0], k = shape[1];
     t.shape = shape;
     t.data.assign(static_cast<size_t>(n * k), 0.0f);
+    LayerWeights& L = w.layers[layer];
+    const int li = linear_index++;
     if (file.contains(prefix + ".qweight")) {
       const std::vector<int64_t> qs = file.shape_of(prefix + ".qweight");
       const bool gptq = qs == std::vector<int64_t>{k / 8, n} && k % 8 == 0;
@@ -66,6 +70,18 @@ LlamaWeights load_checkpoint(const ModelConfig& cfg, const std::string& path, st
         for (int32_t v : g_idx)
           if (v < 0 || v >= groups) throw ConfigError(path + ": tensor '" + prefix + ".g_idx' names a group out of range");
       }
+      // Groups in column order (no act-order g_idx): the W4A16 kernel's layout holds, keep the codes for it.
+      bool contiguous = g == 32 || g == 64 || g == 128;
+      for (int64_t c = 0; c < k && contiguous; ++c) contiguous = g_idx[c] == c / g;
+      W4Weights q4;
+      if (contiguous) {
+        q4.n = static_cast<int>(n);
+        q4.k = static_cast<int>(k);
+        q4.group = static_cast<int>(g);
+        q4.qweight.assign(static_cast<size_t>(n * (k / 8)), 0u);
+        q4.scales.assign(static_cast<size_t>(n * groups), 0.0f);
+        q4.zeros.assign(static_cast<size_t>(n * groups), 0);
+      }
       for (int64_t r = 0; r < n; ++r)
         for (int64_t c = 0; c < k; ++c) {
           const int64_t grp = g_idx[c];
@@ -78,7 +94,14 @@ LlamaWeights load_checkpoint(const ModelConfig& cfg, const std::string& path, st
             zero = (static_cast<uint32_t>(z[grp * (n / 8) + r / 8]) >> (4 * kAwqNibble[r % 8])) & 0xF;
           }
           t.data[static_cast<size_t>(r * k + c)] = static_cast<float>(code - zero) * scales[static_cast<size_t>(grp * n + r)];
+          if (contiguous) {
+            if (zero > 15) contiguous = false;  // a GPTQ zero of 16: outside the kernel's 4-bit zeros
+            q4.qweight[static_cast<size_t>(r * (k / 8) + c / 8)] |= static_cast<uint32_t>(code) << (4 * (c % 8));
+            q4.scales[static_cast<size_t>(r * groups + grp)] = scales[static_cast<size_t>(grp * n + r)];
+            q4.zeros[static_cast<size_t>(r * groups + grp)] = static_cast<uint8_t>(zero & 0xF);
+          }
         }
+      if (contiguous) L.q4[li] = std::move(q4);
       return;
     }
     if (file.contains(name) && file.dtype_of(name) == "F8_E4M3") {
@@ -94,6 +117,9 @@ LlamaWeights load_checkpoint(const ModelConfig& cfg, const std::string& path, st
       for (int64_t r = 0; r < n; ++r)
         for (int64_t c = 0; c < k; ++c)
           t.data[static_cast<size_t>(r * k + c)] = e4m3_to_float(codes[static_cast<size_t>(r * k + c)]) * s[per_tensor ? 0 : r];
+      L.f8_codes[li] = codes;
+      L.f8_scales[li].assign(static_cast<size_t>(n), 0.0f);
+      for (int64_t r = 0; r < n; ++r) L.f8_scales[li][r] = s[per_tensor ? 0 : r];
       return;
     }
     t = file.read(name, shape);

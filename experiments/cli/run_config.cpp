@@ -97,9 +97,6 @@ void RunConfig::validate() const {
           "model.quant_group_size", "must be 32, 64 or 128");
   require(model.quant_group_size == 128 || model.precision == "w4a16", "model.quant_group_size",
           "applies to model.precision = w4a16");
-  require(executor.kind.name != "cuda" || model.precision != "w4a16" || model.quantization != "awq",
-          "model.quantization",
-          "the CUDA executor runs w4a16 with rtn or gptq (its W4A16 kernel); awq runs on executor.kind = cpu or sim");
   require(model.quantization == "rtn" || model.quantization == "gptq" || model.quantization == "awq",
           "model.quantization", "'" + model.quantization + "' is not rtn, gptq or awq");
   require(model.quantization == "rtn" || model.precision == "w4a16", "model.quantization",

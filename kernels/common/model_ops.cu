@@ -254,4 +254,27 @@ cudaError_t launch_fill_uniform(void* out, size_t n, DType dtype, float lo, floa
   return cudaGetLastError();
 }
 
+namespace {
+
+__global__ void scale_columns_kernel(const __nv_bfloat16* in, int64_t n, int cols, const float* col_scale,
+                                     __nv_bfloat16* out) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[i] = __float2bfloat16_rn(__bfloat162float(in[i]) * col_scale[i % cols]);
+}
+
+}  // namespace
+
+cudaError_t launch_scale_columns_bf16(const void* in_bf16, int rows, int cols, const float* col_scale, void* out_bf16,
+                                      cudaStream_t stream) {
+  const int64_t n = static_cast<int64_t>(rows) * cols;
+  if (rows < 0 || cols < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  if (!in_bf16 || !col_scale || !out_bf16) return cudaErrorInvalidValue;
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65536));
+  scale_columns_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(in_bf16), n, cols, col_scale,
+                                                       static_cast<__nv_bfloat16*>(out_bf16));
+  return cudaGetLastError();
+}
+
 }  // namespace testbed

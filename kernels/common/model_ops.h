@@ -62,6 +62,10 @@ cudaError_t launch_gather_rows(const float* src, const int32_t* rows, int num_ro
 // (as std::max_element over the row when it holds no NaN).
 cudaError_t launch_argmax(const float* logits, int num_rows, int vocab, int32_t* out, cudaStream_t stream);
 
+// out[r][c] = bf16(in[r][c] * col_scale[c]) for bf16 [rows][cols] (AWQ's input scales, as their inverse).
+cudaError_t launch_scale_columns_bf16(const void* in_bf16, int rows, int cols, const float* col_scale, void* out_bf16,
+                                      cudaStream_t stream);
+
 // out[i] = fill_uniform(seed, i, lo, hi) (kernels/common/fill.h) rounded to
 // `dtype` (bf16 or fp16, round to nearest even), i in [0, n): random
 // benchmark inputs the host can recompute.

@@ -80,16 +80,18 @@ double layer_output_error(const float* w, const std::vector<float>& what, int n,
   return std::sqrt(e / std::max(ref, 1e-300));
 }
 
-AwqResult quantize_w4_awq(const float* w, int n, int k, const float* x, int samples, int group, bool symmetric) {
-  check_shapes(n, k, samples, group);
+AwqGroupResult quantize_w4_awq_group(const std::vector<const float*>& ws, const std::vector<int>& ns, int k,
+                                     const float* x, int samples, int group, bool symmetric) {
+  if (ws.empty() || ws.size() != ns.size()) throw std::invalid_argument("awq: one row count per weight");
+  for (int n : ns) check_shapes(n, k, samples, group);
   std::vector<double> mean_abs(k, 0.0);
   for (int s = 0; s < samples; ++s)
     for (int c = 0; c < k; ++c) mean_abs[c] += std::abs(x[static_cast<size_t>(s) * k + c]) / samples;
   // The search scores each exponent on at most 256 of the calibration rows (the scales use all of them).
   const int eval_rows = std::min(samples, 256);
-  AwqResult best;
+  AwqGroupResult best;
   double best_err = INFINITY;
-  std::vector<float> scaled(static_cast<size_t>(n) * k), scale(k);
+  std::vector<float> scale(k), scaled;
   for (int step = 0; step < 20; ++step) {
     const double alpha = step / 20.0;  // 0: plain RTN
     double log_mean = 0;
@@ -98,18 +100,34 @@ AwqResult quantize_w4_awq(const float* w, int n, int k, const float* x, int samp
       log_mean += std::log(scale[c]) / k;
     }
     for (int c = 0; c < k; ++c) scale[c] /= static_cast<float>(std::exp(log_mean));  // geometric mean 1
-    for (int r = 0; r < n; ++r)
-      for (int c = 0; c < k; ++c) scaled[static_cast<size_t>(r) * k + c] = w[static_cast<size_t>(r) * k + c] * scale[c];
-    W4Weights q = quantize_w4_rtn(scaled.data(), n, k, group, symmetric);
-    const double err = layer_output_error(w, dequantize_w4(q), n, k, x, eval_rows, &scale);
+    std::vector<W4Weights> qs;
+    double err = 0;
+    for (size_t i = 0; i < ws.size(); ++i) {
+      const int n = ns[i];
+      scaled.resize(static_cast<size_t>(n) * k);
+      for (int r = 0; r < n; ++r)
+        for (int c = 0; c < k; ++c) scaled[static_cast<size_t>(r) * k + c] = ws[i][static_cast<size_t>(r) * k + c] * scale[c];
+      qs.push_back(quantize_w4_rtn(scaled.data(), n, k, group, symmetric));
+      const double e = layer_output_error(ws[i], dequantize_w4(qs.back()), n, k, x, eval_rows, &scale);
+      err += e * e;
+    }
     if (err < best_err) {
       best_err = err;
-      best.weights = std::move(q);
+      best.weights = std::move(qs);
       best.input_scale = scale;
       best.alpha = alpha;
     }
   }
   return best;
+}
+
+AwqResult quantize_w4_awq(const float* w, int n, int k, const float* x, int samples, int group, bool symmetric) {
+  AwqGroupResult g = quantize_w4_awq_group({w}, {n}, k, x, samples, group, symmetric);
+  AwqResult r;
+  r.weights = std::move(g.weights[0]);
+  r.input_scale = std::move(g.input_scale);
+  r.alpha = g.alpha;
+  return r;
 }
 
 }  // namespace testbed

@@ -30,6 +30,16 @@ struct AwqResult {
   double alpha = 0;            // the exponent found
 };
 AwqResult quantize_w4_awq(const float* w, int n, int k, const float* x, int samples, int group, bool symmetric);
+// AWQ for several linears that read the same input (q, k, v; gate, up): one
+// scale searched for their summed output error, as AWQ scales a layer group.
+// ws[i] is [ns[i]][k]; returns one W4Weights per linear, in order.
+struct AwqGroupResult {
+  std::vector<W4Weights> weights;
+  std::vector<float> input_scale;
+  double alpha = 0;
+};
+AwqGroupResult quantize_w4_awq_group(const std::vector<const float*>& ws, const std::vector<int>& ns, int k,
+                                     const float* x, int samples, int group, bool symmetric);
 
 // || x w^T - x_eff what^T ||_F / || x w^T ||_F: a quantizer's output error on inputs x [samples][k]
 // (what [n][k] dequantized; input_scale, when given, divides x first, as AWQ's layer does).

@@ -127,6 +127,16 @@ TEST_CASE("GPTQ, AWQ and FP8 checkpoints read back to their dequantized weights"
     for (int l = 0; l < base.num_layers; ++l) {
       CHECK(got.layers[l].wq.data == expect.layers[l].wq.data);
       CHECK(got.layers[l].w_down.data == expect.layers[l].w_down.data);
+      // The codes the GPU kernels read are kept, in their layout.
+      for (int i = 0; i < 7; ++i) {
+        if (format == "fp8") {
+          CHECK(got.layers[l].f8_codes[i].size() == got.layers[l].f8_scales[i].size() * (i == 6 ? 128u : 64u));
+        } else {
+          REQUIRE(got.layers[l].q4[i].n > 0);
+          CHECK(dequantize_w4(got.layers[l].q4[i]) ==
+                (i == 0 ? got.layers[l].wq.data : i == 6 ? got.layers[l].w_down.data : dequantize_w4(got.layers[l].q4[i])));
+        }
+      }
     }
     CHECK(got.embed.data == w.embed.data);
     // load_weights insists that the config says the checkpoint's precision.

@@ -128,7 +128,7 @@ void run_scenario(const ModelConfig& cfg, int block_size, Tolerance tol = Tolera
 
 TEST_CASE("CUDA executor with w4a16 weights (the W4A16 kernel) matches the CPU executor's dequantized arithmetic",
           "[gpu][executor][w4]") {
-  for (const char* method : {"rtn", "gptq"}) {
+  for (const char* method : {"rtn", "gptq", "awq"}) {
     INFO(method);
     ModelConfig cfg = tiny_model(64, 4, 2, "llama", false);
     cfg.precision = "w4a16";

@@ -96,8 +96,6 @@ TEST_CASE("config errors name the key or file and exit 2 and write nothing", "[c
       {"run " + ini.string() + " --spec.verify=rejection", "spec.verify"},
       {"run " + ini.string() + " --model.config=" + (dir / "gpt2.json").string(), "architectures"},
       {"run " + ini.string() + " --model.precision=int3", "model.precision"},
-      {"run " + ini.string() + " --executor.kind=cuda --model.precision=w4a16 --model.quantization=awq",
-       "model.quantization"},
       {"run " + ini.string() + " --model.quantization=gptq", "model.quantization"},
       {"run " + ini.string() + " --model.precision=w4a16 --model.quantization=squeeze", "model.quantization"},
       {"run " + ini.string() + " --executor.kind=sim --model.quant_group_size=64", "model.quant_group_size"},
