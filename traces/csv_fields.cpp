@@ -43,6 +43,9 @@ int64_t days_since_epoch(int64_t y, int m, int d) {
 }  // namespace
 
 std::vector<std::string_view> split_csv(std::string_view line) {
+  const std::string_view head = trim(line);
+  if (!head.empty() && (head.front() == '{' || head.front() == '['))
+    throw TraceParseError("this line is JSON, not CSV (a JSONL trace such as Mooncake's is trace.format = mooncake)");
   std::vector<std::string_view> fields;
   size_t start = 0;
   for (;;) {

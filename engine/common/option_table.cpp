@@ -191,6 +191,38 @@ std::string OptionTable::default_value(const std::string& key) const {
   return entries_[it->second].default_text;
 }
 
+namespace {
+
+// The line of `key` ("section.name") in INI `text` (0 when not found): for error messages.
+int ini_line_of(const std::string& text, const std::string& key) {
+  std::istringstream lines(text);
+  std::string line, section;
+  for (int n = 1; std::getline(lines, line); ++n) {
+    const size_t hash = line.find('#');
+    if (hash != std::string::npos) line.erase(hash);
+    const size_t a = line.find_first_not_of(" \t\r"), b = line.find_last_not_of(" \t\r");
+    if (a == std::string::npos) continue;
+    const std::string s = line.substr(a, b - a + 1);
+    if (s.front() == '[' && s.back() == ']') {
+      section = s.substr(1, s.size() - 2);
+      continue;
+    }
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos) continue;
+    std::string name = s.substr(0, eq);
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if ((section.empty() ? name : section + "." + name) == key) return n;
+  }
+  return 0;
+}
+
+std::string at_line(const std::string& origin, const std::string& text, const std::string& key) {
+  const int n = ini_line_of(text, key);
+  return n > 0 ? origin + ":" + std::to_string(n) : origin;
+}
+
+}  // namespace
+
 void OptionTable::parse_ini(const std::string& text, const std::string& origin,
                             std::map<std::string, std::string>& values) {
   std::istringstream in(text);
@@ -220,7 +252,7 @@ void OptionTable::parse_ini(const std::string& text, const std::string& origin,
     const std::string& key = o.string_key;
     auto it = index_.find(key);
     if (it == index_.end() || entries_[it->second].kind == Kind::Flag)
-      throw ConfigError(origin + ": unknown key '" + key + "'");
+      throw ConfigError(at_line(origin, text, key) + ": unknown key '" + key + "'");
     if (values.count(key)) throw ConfigError(origin + ": " + key + " is set twice");
     values[key] = o.value.empty() ? std::string() : o.value.front();
   }

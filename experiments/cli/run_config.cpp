@@ -119,6 +119,8 @@ void RunConfig::validate() const {
   require(!(spec.rejection() && sim), "spec.verify",
           "applies to real executors (the simulated executor accepts by spec.acceptance)");
   require(requests_per_day > 0, "metrics.requests_per_day", "must be positive");
+  require(!output.timeline || output.steps, "output.timeline",
+          "is drawn from the per-step table: set output.steps = true too (a timeline without steps would be empty)");
   require(simulation().fleet.num_instances == 1 || mode == "simulated", "fleet.num_instances",
           "fleets of several instances run in the simulator (driver.mode = simulated)");
   require(!output.events || mode == "simulated", "output.events", "the event log comes from the simulator (driver.mode = simulated)");

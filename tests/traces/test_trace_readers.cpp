@@ -113,6 +113,9 @@ TEST_CASE("trace azure reader rejects malformed rows naming file and line", "[tr
   }
   CHECK_THAT(read_error("azure", "TIMESTAMP,Context,GeneratedTokens\n", &path),
              Catch::Contains(path + ":1: header has no column 'ContextTokens'"));
+  // A JSONL trace read as CSV says what it looks like.
+  CHECK_THAT(read_error("azure", "{\"timestamp\": 0, \"input_length\": 10}\n", &path),
+             Catch::Contains(path + ":1: this line is JSON") && Catch::Contains("trace.format = mooncake"));
 }
 
 TEST_CASE("trace burstgpt reader skips failed requests and rejects malformed rows", "[traces]") {

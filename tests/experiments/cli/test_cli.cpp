@@ -69,6 +69,7 @@ TEST_CASE("config errors name the key or file and exit 2 and write nothing", "[c
     std::string args, must_contain;
   };
   std::ofstream(dir / "unknown.ini") << "[scheduler]\nbogus_key = 3\n";
+  std::ofstream(dir / "unknown_line.ini") << "# a comment\n[scheduler]\nmax_num_seqs = 4\n\nbogus_key = 3\n";
   std::ofstream(dir / "badvalue.ini") << "[scheduler]\nmax_num_seqs = many\n";
   std::ofstream(dir / "zero.ini") << "[scheduler]\nmax_num_seqs = 0\n";
   std::ofstream(dir / "nomodel.ini") << "[model]\nconfig = nowhere/config.json\n[cache]\nnum_blocks = 10\n";
@@ -77,6 +78,9 @@ TEST_CASE("config errors name the key or file and exit 2 and write nothing", "[c
   const std::vector<Case> cases = {
       {"run " + (dir / "missing.ini").string(), "missing.ini"},
       {"run " + (dir / "unknown.ini").string(), "scheduler.bogus_key"},
+      {"run " + (dir / "unknown_line.ini").string(), "unknown_line.ini:5: unknown key 'scheduler.bogus_key'"},
+      {"run " + ini.string() + " --executor.kind=sim --cost_model.kind=profiled", "testbed profile"},
+      {"run " + ini.string() + " --output.timeline=true --output.steps=false", "output.steps = true"},
       {"run " + ini.string() + " --scheduler.nope=1", "scheduler.nope"},
       {"run " + (dir / "badvalue.ini").string(), "scheduler.max_num_seqs"},
       {"run " + ini.string() + " --cache.block_size=abc", "cache.block_size"},
