@@ -47,6 +47,7 @@
 #include "experiments/cli/command.h"
 #include "experiments/cli/experiment.h"
 #include "experiments/cli/measured_table.h"
+#include "experiments/cli/provenance.h"
 #include "sim/calibration.h"
 #include "sim/hardware_spec.h"
 
@@ -420,7 +421,8 @@ int calibrate_command(const std::vector<std::string>& args) {
     if (!kernels.empty()) out << " --kernels " << kernels;
     if (!steps.empty()) out << " --steps " << steps;
     if (!measured.empty()) out << " --measured " << measured;
-    out << " --output " << output << "\n# from " << config.cost_model.hardware << " (every other key as there). Fitted:\n";
+    out << " --output " << output << "\n# by testbed " << build_commit() << ", from " << config.cost_model.hardware
+        << " (every other key as there). Fitted:\n";
     for (const std::string& f : device_fits) out << "#   " << f << "\n";
     for (const std::string& f : cal.fits()) out << "#   " << f << "\n";
     if (!points.empty())

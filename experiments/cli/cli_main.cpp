@@ -3,10 +3,12 @@
 #include "engine/common/config_error.h"
 #include "experiments/cli/command.h"
 #include "experiments/cli/commands.h"
+#include "experiments/cli/provenance.h"
 
 namespace testbed {
 
 int cli_main(int argc, char** argv) {
+  set_command_line(argc, argv);
   std::vector<std::string> args(argv + 1, argv + argc);
   const CommandRegistry& commands = CommandRegistry::instance();
   std::string usage = "usage: testbed <command> [args]\n\ncommands:\n";

@@ -12,6 +12,7 @@
 #include "sim/hardware_spec.h"
 #include "sim/pool.h"
 #include "experiments/cli/progress_printer.h"
+#include "experiments/cli/provenance.h"
 #include "traces/workload.h"
 
 namespace fs = std::filesystem;
@@ -144,6 +145,7 @@ void write_run_files(const std::string& dir, const RunConfig& config, const Opti
   file.set_attr("run", "executor", result.executor);
   file.set_attr("run", "mode", result.mode);
   file.set_attr("run", "config_path", config.config_path);
+  write_provenance(file);
   if (extra) extra(file);
   write_text_atomically(fs::path(dir) / "config.ini", table.to_ini());
   if (config.output.timeline) write_timeline((fs::path(dir) / "timeline.json").string(), result.recorder->steps());

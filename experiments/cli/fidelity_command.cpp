@@ -36,6 +36,7 @@
 #include "experiments/cli/experiment.h"
 #include "experiments/cli/measured_table.h"
 #include "experiments/cli/profile_command.h"
+#include "experiments/cli/provenance.h"
 #include "engine/metrics/results_file.h"
 
 namespace fs = std::filesystem;
@@ -104,6 +105,7 @@ int fidelity_measured(const std::vector<std::string>& args, const std::string& m
   }
   file.set_attr("run", "config", args[0]);
   file.set_attr("run", "measured", measured);
+  write_provenance(file);
   file.commit();
   std::printf("\n\nresults       %s/fidelity.h5, %s/points/*/results.h5\n", output.c_str(), output.c_str());
   return 0;

@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/metrics/results_file.h"
+
 #include "engine/model/llama_weights.h"
 #include "support/cli.h"
 #include "support/h5_read.h"
@@ -230,4 +232,25 @@ TEST_CASE("output.timeline writes a Chrome trace with one event per step", "[cli
   CHECK(first["ph"] == "X");
   CHECK(first["ts"].get<double>() == Approx(steps.at("start_s")[0] * 1e6));
   CHECK(first["dur"].get<double>() == Approx(steps.at("duration_s")[0] * 1e6));
+}
+
+TEST_CASE("results record their provenance: commit, version, command line, machine", "[cli]") {
+  const fs::path dir = scratch("provenance");
+  const fs::path ini = write_config(dir);
+  const Outcome o = run_cli("run " + ini.string() + " --scheduler.max_num_seqs=3 --output " + (dir / "out").string());
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  std::map<std::string, testbed::ResultsAttr> run;
+  for (const testbed::ResultsAttr& a : testbed::read_results_attrs((dir / "out" / "results.h5").string(), "run"))
+    run[a.name] = a;
+  for (const char* key : {"commit", "version", "command_line", "host", "cpu"}) {
+    INFO(key);
+    REQUIRE(run.count(key));
+    CHECK(run[key].is_text);
+    CHECK_FALSE(run[key].text.empty());
+  }
+  CHECK(run["commit"].text.size() >= 7);  // a short hash, or "unknown" outside a git checkout
+  CHECK(run.count("dirty"));
+  CHECK_THAT(run["command_line"].text, Catch::Contains("testbed run ") && Catch::Contains(ini.string()) &&
+                                           Catch::Contains("--scheduler.max_num_seqs=3"));
 }
