@@ -193,16 +193,21 @@ std::string OptionTable::default_value(const std::string& key) const {
 
 namespace {
 
+// An INI line without its comment and surrounding blanks ("" for a blank line).
+std::string ini_content(std::string line) {
+  const size_t hash = line.find('#');
+  if (hash != std::string::npos) line.erase(hash);
+  const size_t a = line.find_first_not_of(" \t\r"), b = line.find_last_not_of(" \t\r");
+  return a == std::string::npos ? std::string() : line.substr(a, b - a + 1);
+}
+
 // The line of `key` ("section.name") in INI `text` (0 when not found): for error messages.
 int ini_line_of(const std::string& text, const std::string& key) {
   std::istringstream lines(text);
   std::string line, section;
   for (int n = 1; std::getline(lines, line); ++n) {
-    const size_t hash = line.find('#');
-    if (hash != std::string::npos) line.erase(hash);
-    const size_t a = line.find_first_not_of(" \t\r"), b = line.find_last_not_of(" \t\r");
-    if (a == std::string::npos) continue;
-    const std::string s = line.substr(a, b - a + 1);
+    const std::string s = ini_content(line);
+    if (s.empty()) continue;
     if (s.front() == '[' && s.back() == ']') {
       section = s.substr(1, s.size() - 2);
       continue;
@@ -238,12 +243,8 @@ void OptionTable::parse_ini(const std::string& text, const std::string& origin,
     std::istringstream lines(text);
     std::string line;
     for (int n = 1; std::getline(lines, line); ++n) {
-      const size_t hash = line.find('#');
-      if (hash != std::string::npos) line.erase(hash);
-      const size_t a = line.find_first_not_of(" \t\r"), b = line.find_last_not_of(" \t\r");
-      if (a == std::string::npos) continue;
-      const std::string s = line.substr(a, b - a + 1);
-      if ((s.front() == '[' && s.back() == ']') || s.find('=') != std::string::npos) continue;
+      const std::string s = ini_content(line);
+      if (s.empty() || (s.front() == '[' && s.back() == ']') || s.find('=') != std::string::npos) continue;
       throw ConfigError(origin + ":" + std::to_string(n) + ": expected 'key = value' or '[section]'");
     }
     throw ConfigError(origin + ": not an INI file");
