@@ -74,6 +74,7 @@ RooflineCostModel::RooflineCostModel(HardwareSpec hardware, ModelConfig model, i
   require(tp_ == 1 || hw_.link_gbps > 0, "interconnect.bandwidth_gbps",
           "must be positive for tensor_parallel > 1 (" + hw_.origin + ")");
   gemm_flops_ = hw_.matmul_flops(model_.gemm_dtype());
+  w4a16_ = model_.precision == "w4a16";
   dequant_ops_ = hw_.fp32_tflops > 0 ? hw_.fp32_tflops * 1e12 : hw_.bf16_tflops * 1e12 / 16;
   lm_flops_ = model_.precision.empty() ? gemm_flops_ : hw_.matmul_flops(model_.dtype_bytes() >= 2 ? model_.torch_dtype : "bfloat16");
   attn_flops_ = hw_.attention_flops(model_.torch_dtype);
@@ -170,7 +171,7 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
 }
 
 double RooflineCostModel::dequant_s(double rows, double weights) const {
-  if (model_.precision != "w4a16" || rows <= 0) return 0;
+  if (!w4a16_ || rows <= 0) return 0;
   // Marlin-style kernels unpack, shift by the zero point and scale each weight
   // in registers (about 4 ALU operations) once per tile of up to 64 rows.
   return weights * std::ceil(rows / 64) * 4 / dequant_ops_;
@@ -238,7 +239,7 @@ void RooflineCostModel::add_experts(double T, double layers, OpCost& gate_up, Op
   // the dense layers' dequantization is already in the ops' compute time.
   double up_dequant = gate_up.compute_s - gate_up.flops / gemm_flops_;
   double down_dequant = down.compute_s - down.flops / gemm_flops_;
-  if (model_.precision == "w4a16" && touched > 0) {
+  if (w4a16_ && touched > 0) {
     const double experts = touched / ep, per_expert = pairs / std::max(1.0, experts);
     up_dequant += layers * experts * dequant_s(per_expert, h * 2 * slice);
     down_dequant += layers * experts * dequant_s(per_expert, slice * h);
@@ -262,7 +263,7 @@ DecodeCrossover RooflineCostModel::decode_crossover(int context) const {
   x.context = context;
   x.dense_batch = crossing(one.dense_compute_s(), two.dense_compute_s(), one.dense_memory_s(), two.dense_memory_s());
   x.step_batch = crossing(one.compute_s, two.compute_s, one.memory_s, two.memory_s);
-  if (model_.moe.enabled() || model_.precision == "w4a16") {
+  if (model_.moe.enabled() || w4a16_) {
     // The experts' weight bytes grow with the batch until every expert is
     // touched, and W4A16's dequantization steps every 64 rows, so the terms
     // are not linear in B: bisect on B instead.

@@ -103,6 +103,7 @@ class RooflineCostModel : public CostModel {
   HardwareSpec hw_;
   ModelConfig model_;
   int tp_, ep_;
+  bool w4a16_ = false;  // model.precision = w4a16: dequantization costs ALU time per 64-row tile
   double gemm_flops_, lm_flops_, attn_flops_, bandwidth_, kv_bandwidth_, dequant_ops_ = 1;
 };
 

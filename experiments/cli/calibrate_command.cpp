@@ -56,6 +56,12 @@ namespace fs = std::filesystem;
 namespace testbed {
 namespace {
 
+std::string fmt4(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.4g", v);
+  return b;
+}
+
 struct PointRun {
   double ttft = 0, tpot = 0;
   Summary summary;
@@ -74,12 +80,18 @@ class Calibrator {
     std::vector<std::string> args = args_;
     args.push_back("--cost_model.hardware=" + scratch_);
     // The front end comes from the spec (its serving.* keys), never from the config.
-    for (const char* k : {"--frontend.request_s=", "--frontend.output_lag_steps=", "--frontend.output_s="})
-      args.push_back(std::string(k) + "0");
+    const std::pair<const char*, double> frontend[] = {{"--frontend.request_s=", hw.serving_request_s},
+                                                       {"--frontend.output_lag_steps=", hw.serving_output_lag_steps},
+                                                       {"--frontend.output_s=", hw.serving_output_s}};
+    for (const auto& [key, v] : frontend) {
+      char b[48];
+      std::snprintf(b, sizeof b, "%.17g", v);
+      args.push_back(key + std::string(b));
+    }
     std::vector<PointRun> out;
     for (const MeasuredPoint& p : points_) {
       PointRun r;
-      r.summary = simulate_measured_point(config_, with_frontend(args, hw), p, "");
+      r.summary = simulate_measured_point(config_, args, p, "");
       r.ttft = r.summary.get("ttft_mean_s");
       r.tpot = r.summary.get("tpot_mean_s");
       out.push_back(std::move(r));
@@ -115,8 +127,8 @@ class Calibrator {
       }
     }
     hw.step_overhead_s = 0.5 * (lo + hi);
-    fits_.push_back("step.overhead_s = " + fmt(hw.step_overhead_s) + " (mean TPOT error " +
-                    fmt(100 * tpot_err(hw.step_overhead_s)) + "%)");
+    fits_.push_back("step.overhead_s = " + fmt4(hw.step_overhead_s) + " (mean TPOT error " +
+                    fmt4(100 * tpot_err(hw.step_overhead_s)) + "%)");
     // 2. The front end: missing TTFT = c + lag * D, least squares.
     const std::vector<PointRun> runs = simulate(hw);
     double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -136,32 +148,14 @@ class Calibrator {
     }
     hw.serving_request_s = c;
     hw.serving_output_lag_steps = lag;
-    fits_.push_back("serving.request_s = " + fmt(c) + ", serving.output_lag_steps = " + fmt(lag) +
-                    " (TTFT missing = c + lag x step, least squares over " + fmt(n) + " points)");
+    fits_.push_back("serving.request_s = " + fmt4(c) + ", serving.output_lag_steps = " + fmt4(lag) +
+                    " (TTFT missing = c + lag x step, least squares over " + fmt4(n) + " points)");
     return hw;
   }
 
   const std::vector<std::string>& fits() const { return fits_; }
 
  private:
-  static std::string fmt(double v) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%.4g", v);
-    return b;
-  }
-  static std::vector<std::string> with_frontend(std::vector<std::string> args, const HardwareSpec& hw) {
-    auto set = [&](const std::string& key, double v) {
-      char b[48];
-      std::snprintf(b, sizeof b, "%.17g", v);
-      for (std::string& a : args)
-        if (a.rfind(key + "=", 0) == 0) a = key + "=" + b;
-    };
-    set("--frontend.request_s", hw.serving_request_s);
-    set("--frontend.output_lag_steps", hw.serving_output_lag_steps);
-    set("--frontend.output_s", hw.serving_output_s);
-    return args;
-  }
-
   std::string config_;
   std::vector<std::string> args_;
   std::vector<MeasuredPoint> points_;
@@ -170,28 +164,9 @@ class Calibrator {
   std::vector<std::string> fits_;
 };
 
-std::string fmt4(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.4g", v);
-  return b;
-}
-
 std::string quality_text(const FitQuality& q) {
   return "median |error| " + fmt4(100 * q.median_abs_rel) + "%, p90 " + fmt4(100 * q.p90_abs_rel) + "%, " +
          std::to_string(q.samples) + " samples";
-}
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t comma = s.find(',', start);
-    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
 }
 
 // The device terms from per-operator profiles; returns what was fitted, as lines.
@@ -238,24 +213,23 @@ std::vector<std::string> fit_profiles(const std::vector<std::string>& paths, Har
 std::vector<std::string> fit_kernels(const std::string& dir, HardwareSpec& hw) {
   const AttentionSamples a = read_attention_profiles(dir);
   std::vector<std::string> lines;
-  if (!a.decode.empty()) {
+  // One kernel's share of a peak: `work` picks bytes or FLOPs from a sample.
+  auto fit = [&](const std::vector<OpSample>& samples, double OpSample::*work, double peak, const char* peak_key,
+                 const char* kernel, const char* key, double& out) {
+    if (samples.empty()) return;
     std::vector<std::pair<double, double>> ws;
-    for (const OpSample& s : a.decode) ws.push_back({s.bytes, s.seconds});
+    for (const OpSample& s : samples) ws.push_back({s.*work, s.seconds});
     double share = 0;
-    const FitQuality q = fit_share(ws, hw.bandwidth_gbps * 1e9, share);
-    require(share > 0 && share <= 1, "--kernels", dir + ": paged decode ran at " + fmt4(share) + " of memory.bandwidth_gbps");
-    hw.kv_read_efficiency = share;
-    lines.push_back("memory.kv_read_efficiency = " + fmt4(share) + " (paged decode attention: " + quality_text(q) + ")");
-  }
-  if (!a.prefill.empty()) {
-    std::vector<std::pair<double, double>> ws;
-    for (const OpSample& s : a.prefill) ws.push_back({s.flops, s.seconds});
-    double share = 0;
-    const FitQuality q = fit_share(ws, hw.bf16_tflops * 1e12, share);
-    require(share > 0 && share <= 1, "--kernels", dir + ": paged prefill ran at " + fmt4(share) + " of compute.bf16_tflops");
-    hw.attention_efficiency = share;
-    lines.push_back("compute.attention_efficiency = " + fmt4(share) + " (paged prefill attention: " + quality_text(q) + ")");
-  }
+    const FitQuality q = fit_share(ws, peak, share);
+    require(share > 0 && share <= 1, "--kernels",
+            dir + ": paged " + kernel + " ran at " + fmt4(share) + " of " + peak_key);
+    out = share;
+    lines.push_back(std::string(key) + " = " + fmt4(share) + " (paged " + kernel + " attention: " + quality_text(q) + ")");
+  };
+  fit(a.decode, &OpSample::bytes, hw.bandwidth_gbps * 1e9, "memory.bandwidth_gbps", "decode",
+      "memory.kv_read_efficiency", hw.kv_read_efficiency);
+  fit(a.prefill, &OpSample::flops, hw.bf16_tflops * 1e12, "compute.bf16_tflops", "prefill",
+      "compute.attention_efficiency", hw.attention_efficiency);
   return lines;
 }
 
@@ -330,7 +304,7 @@ int calibrate_command(const std::vector<std::string>& args) {
   // Device terms first: the serving fit then sees the calibrated device.
   std::vector<std::string> device_fits;
   if (!profiles.empty()) {
-    const std::vector<std::string> paths = split_list(profiles);
+    const std::vector<std::string> paths = split_commas(profiles);
     require(!paths.empty(), "--profiles", "no file named");
     device_fits = fit_profiles(paths, base);
   }

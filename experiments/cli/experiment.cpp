@@ -34,6 +34,19 @@ std::string default_output_dir(const std::string& config_path) {
   return (fs::path("results") / fs::path(config_path).stem()).string();
 }
 
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = s.find(',', start);
+    std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) out.push_back(std::move(item));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
 namespace {
 
 // Marginal prefill time per token on one instance, asked of the cost model

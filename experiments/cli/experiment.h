@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/metrics/fleet_metrics.h"
 #include "engine/metrics/results_file.h"
@@ -43,6 +44,9 @@ void write_run_files(const std::string& dir, const RunConfig& config, const Opti
 void write_timeline(const std::string& path, const std::vector<StepRecord>& steps);
 
 std::string default_output_dir(const std::string& config_path);
+
+// A comma-separated flag value's items, empty items dropped ("a,,b" -> a, b).
+std::vector<std::string> split_commas(const std::string& s);
 
 // Writes `text` to PATH.tmp and renames it to `path`: readers never see a half-written file.
 void write_text_atomically(const std::filesystem::path& path, const std::string& text);

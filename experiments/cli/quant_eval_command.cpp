@@ -35,19 +35,6 @@ namespace fs = std::filesystem;
 namespace testbed {
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t c = s.find(',', start);
-    const std::string item = s.substr(start, c == std::string::npos ? std::string::npos : c - start);
-    if (!item.empty()) out.push_back(item);
-    if (c == std::string::npos) break;
-    start = c + 1;
-  }
-  return out;
-}
-
 // Next-token logits at every position of `tokens`, one decode step at a time.
 std::vector<std::vector<float>> logits_along(const ModelConfig& cfg, LlamaWeights w, const std::vector<int32_t>& tokens) {
   const int n = static_cast<int>(tokens.size()), bs = 16, blocks = (n + bs) / bs + 1;
@@ -106,13 +93,13 @@ int quant_eval_command(const std::vector<std::string>& args) {
   const ModelConfig model = ModelConfig::from_json_file(require_file("model.config", config.model.config));
   require(outliers <= model.hidden_size, "--outliers", "more channels than the hidden size");
   std::vector<std::pair<std::string, int>> variants;  // method, group (0 for fp8)
-  for (const std::string& m : split(methods)) {
+  for (const std::string& m : split_commas(methods)) {
     require(m == "fp8" || m == "rtn" || m == "gptq" || m == "awq", "--methods", "'" + m + "' is not fp8, rtn, gptq or awq");
     if (m == "fp8") {
       variants.push_back({m, 0});
       continue;
     }
-    for (const std::string& g : split(groups)) {
+    for (const std::string& g : split_commas(groups)) {
       int gv = 0;
       require(parse_value(g, gv) && (gv == 32 || gv == 64 || gv == 128), "--groups", "'" + g + "' is not 32, 64 or 128");
       variants.push_back({m, gv});
