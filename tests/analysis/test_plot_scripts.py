@@ -39,6 +39,13 @@ class PlotScriptsTest(unittest.TestCase):
             p = os.path.join(folder, name)
             self.assertTrue(os.path.isfile(p) and os.path.getsize(p) > 0, p)
 
+    def assertRefusesMissingResults(self, script, out, message=None):
+        """The script exits nonzero on a results folder that does not exist (saying `message` if given)."""
+        p = run_script(script, "--results", os.path.join(self.tmp.name, "none"), "--out", out)
+        self.assertNotEqual(p.returncode, 0)
+        if message is not None:
+            self.assertIn(message, p.stderr)
+
     def test_plot_run(self):
         run_dir = os.path.join(self.tmp.name, "run")
         synthetic_run(os.path.join(run_dir, "results.h5"))
@@ -89,9 +96,7 @@ class PlotScriptsTest(unittest.TestCase):
         p = run_script("papers/orca/plot.py", "--results", res, "--out", out)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn("steps that carry a prompt", p.stdout)
-        p = run_script("papers/orca/plot.py", "--results", os.path.join(self.tmp.name, "none"), "--out", out)
-        self.assertNotEqual(p.returncode, 0)
-        self.assertIn("run papers/orca/run.sh first", p.stderr)
+        self.assertRefusesMissingResults("papers/orca/plot.py", out, "run papers/orca/run.sh first")
 
     def test_pagedattention_plot(self):
         res, out = os.path.join(self.tmp.name, "pagedattention"), os.path.join(self.tmp.name, "png")
@@ -124,9 +129,7 @@ class PlotScriptsTest(unittest.TestCase):
         self.assertIn("92.3% | 2.0 |", p.stdout)  # the tight cache's max_length row at 4 req/s
         self.assertIn("| 8.00 req/s | 0.60 req/s |", p.stdout)
         self.assertIn("8.00×", p.stdout)  # paged + watermark against max_length, tight: 4.8 / 0.6
-        p = run_script("papers/pagedattention/plot.py", "--results", os.path.join(self.tmp.name, "none"), "--out", out)
-        self.assertNotEqual(p.returncode, 0)
-        self.assertIn("run papers/pagedattention/run.sh first", p.stderr)
+        self.assertRefusesMissingResults("papers/pagedattention/plot.py", out, "run papers/pagedattention/run.sh first")
 
     def test_sarathi_serve_plot(self):
         res, out = os.path.join(self.tmp.name, "sarathi"), os.path.join(self.tmp.name, "png")
@@ -158,9 +161,7 @@ class PlotScriptsTest(unittest.TestCase):
         self.assertIn("| no chunking | 2.0 | 2.0 | 2.0 | 2.0 |", p.stdout)
         self.assertIn("| chunks of 512 | 6.0 (3.00×) | 3.0 (1.50×) |", p.stdout)
         self.assertIn("0.171 s / 14.7 ms / 0.040 s", p.stdout)
-        p = run_script("papers/sarathi-serve/plot.py", "--results", os.path.join(self.tmp.name, "none"), "--out", out)
-        self.assertNotEqual(p.returncode, 0)
-        self.assertIn("run papers/sarathi-serve/run.sh first", p.stderr)
+        self.assertRefusesMissingResults("papers/sarathi-serve/plot.py", out, "run papers/sarathi-serve/run.sh first")
 
     def test_flashattention_plot(self):
         res, out = os.path.join(self.tmp.name, "fa"), os.path.join(self.tmp.name, "png")
@@ -275,9 +276,7 @@ class PlotScriptsTest(unittest.TestCase):
         self.assertIn("| 40.0 | 44.0 | 20.0 | 48.0 | 30.0 | 36.0 | 1.09× (2P2D) |", p.stdout)
         self.assertIn("95% / 4,078 / 11.1 ms / 10.9 ms / 0.093 s", p.stdout)
         self.assertNotIn("code", p.stdout.replace("Azure code", ""))  # the trace not run is left out
-        p = run_script("papers/distserve/plot.py", "--results", os.path.join(self.tmp.name, "none"), "--out", out)
-        self.assertNotEqual(p.returncode, 0)
-        self.assertIn("run papers/distserve/run.sh first", p.stderr)
+        self.assertRefusesMissingResults("papers/distserve/plot.py", out, "run papers/distserve/run.sh first")
 
     def test_splitwise_plot(self):
         res, out = os.path.join(self.tmp.name, "splitwise"), os.path.join(self.tmp.name, "png")
@@ -336,9 +335,7 @@ class PlotScriptsTest(unittest.TestCase):
         self.assertIn("| H100 + H200 | equal power | 6×H100 + 2×H200 | 322.5 | 44.8 | 110.0 | 1.47× | 3.94 |",
                       p.stdout)
         self.assertIn("| 5×H100 + 5×A100 | 270.4 | 44.0 | 89.0 ($4.30) | — |", p.stdout)
-        p = run_script("papers/splitwise/plot.py", "--results", os.path.join(self.tmp.name, "none"), "--out", out)
-        self.assertNotEqual(p.returncode, 0)
-        self.assertIn("run papers/splitwise/run.sh first", p.stderr)
+        self.assertRefusesMissingResults("papers/splitwise/plot.py", out, "run papers/splitwise/run.sh first")
 
     def test_gptq_awq_plot(self):
         res, out = os.path.join(self.tmp.name, "gptq"), os.path.join(self.tmp.name, "png")
@@ -360,8 +357,7 @@ class PlotScriptsTest(unittest.TestCase):
         self.assertIn("| gptq | 64 | 3.00e-03 | 6.00e-03 | 50.0% |", p.stdout)
         self.assertIn("| fp8 | - | 2.00e-04 | 4.00e-04 | 90.0% |", p.stdout)  # the outlier setting, twice the KL
         self.assertIn("| w4a16 | 5.33 GiB | 7.03 ms | 7.75 ms | - | - |", p.stdout)
-        p = run_script("papers/gptq-awq/plot.py", "--results", os.path.join(self.tmp.name, "none"), "--out", out)
-        self.assertNotEqual(p.returncode, 0)
+        self.assertRefusesMissingResults("papers/gptq-awq/plot.py", out)
 
     def test_speculative_decoding_plot(self):
         res, out = os.path.join(self.tmp.name, "spec"), os.path.join(self.tmp.name, "png")
@@ -419,10 +415,8 @@ class PlotScriptsTest(unittest.TestCase):
         # The draft model's memory, arithmetic from the model and hardware files (testbed roofline: 28020 blocks).
         self.assertIn("| Llama-3.1-8B, 1×H100 | 2.30 GiB (2.47 GB) | 128 + 32 KiB | 28,020 | "
                       "26,841 (−1,179, 4.2%) | 21,473 (−23.4%) | 538 → 412 |", p.stdout)
-        p = run_script("papers/speculative-decoding/plot.py", "--results", os.path.join(self.tmp.name, "none"),
-                       "--out", out)
-        self.assertNotEqual(p.returncode, 0)
-        self.assertIn("run papers/speculative-decoding/run.sh first", p.stderr)
+        self.assertRefusesMissingResults("papers/speculative-decoding/plot.py", out,
+                                         "run papers/speculative-decoding/run.sh first")
 
 
 if __name__ == "__main__":
