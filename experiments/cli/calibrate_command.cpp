@@ -42,6 +42,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "engine/common/config_error.h"
 #include "experiments/cli/command.h"
@@ -293,6 +294,14 @@ int calibrate_command(const std::vector<std::string>& args) {
   table.add_flag("kernels", &kernels, "attention kernel benchmarks (bench_attention --profile_dir)");
   table.add_flag("steps", &steps, "whole-step profile of the config's model (testbed profile's .h5)");
   load_run_config(args[0], {args.begin() + 1, args.end()}, config, table);
+  {  // The front end is what --measured fits (the spec's serving.*): a frontend.* of the run would be overridden.
+    std::ifstream in(args[0]);
+    const std::string ini((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const std::string& key : OptionTable::mentioned_keys({args.begin() + 1, args.end()}, &ini))
+      require(key.rfind("frontend.", 0) != 0, key,
+              "calibrate takes the front end from the hardware spec's [serving] keys (and --measured fits them): "
+              "remove " + key + " from " + args[0] + " and the command line");
+  }
   require(!measured.empty() || !profiles.empty() || !network.empty() || !kernels.empty() || !steps.empty(),
           "--measured", "calibrate needs something to fit to: --profiles, --network, --kernels, --steps and/or --measured");
   require(!output.empty(), "--output", "calibrate needs the file to write the calibrated spec to");

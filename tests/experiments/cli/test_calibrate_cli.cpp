@@ -266,6 +266,10 @@ TEST_CASE("measured tables and calibrate flags with errors exit 2 naming them", 
   std::ofstream(dir / "neg.csv") << "point,groups,users_per_group,system_prompt_tokens,prompt_tokens,output_tokens,rate,"
                                     "duration_s,ttft_mean_ms\nx,1,1,10,20,5,1,10,-3\n";
   std::ofstream(dir / "nocol.csv") << "point,groups,rate\nx,1,1\n";
+  {
+    std::ifstream base(kConfig);
+    std::ofstream(dir / "frontend.ini") << base.rdbuf() << "\n[frontend]\noutput_lag_steps = 1\n";
+  }
   struct Case {
     std::string args, must_contain;
   } cases[] = {
@@ -282,6 +286,10 @@ TEST_CASE("measured tables and calibrate flags with errors exit 2 naming them", 
       {"calibrate " + kConfig + " --measured " + kTable + " --cost_model.kind=linear --output " + (dir / "x.ini").string(),
        "cost_model.kind"},
       {"calibrate " + kConfig + " --measured " + kTable + " --output " + dir.string(), "--output"},
+      {"calibrate " + kConfig + " --measured " + kTable + " --frontend.request_s=0.01 --output " + (dir / "x.ini").string(),
+       "remove frontend.request_s"},
+      {"calibrate " + (dir / "frontend.ini").string() + " --measured " + kTable + " --output " + (dir / "x.ini").string(),
+       "remove frontend.output_lag_steps from " + (dir / "frontend.ini").string()},
   };
   for (const Case& c : cases) {
     const Outcome o = run_cli(c.args + " 2>&1");
