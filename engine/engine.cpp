@@ -69,7 +69,10 @@ StepPlan Engine::begin_step(double now) {
 void Engine::begin_step(double now, StepPlan& plan) {
   plan.start_s = now;
   scheduler_.schedule(now, plan.batch);
-  publish_kv_events();  // evictions made room for this batch
+  // Sequences whose clients left by now (all of cancelled() at this point).
+  if (sink_)
+    for (const auto& seq : scheduler_.cancelled()) sink_->on_cancel(instance_, *seq, now, CancelReason::Deadline);
+  publish_kv_events();  // evictions made room for this batch, cancellations freed blocks
 }
 
 StepOutcome Engine::end_step(const StepPlan& plan, const StepResult& result, double end_s) {
@@ -83,6 +86,7 @@ void Engine::end_step(const StepPlan& plan, const StepResult& result, double end
   out.end_s = end_s;
   out.preempted = plan.batch.preempted;
   out.num_finished = 0;
+  out.num_cancelled = 0;
   out.handed_off.clear();
   // Tokens reach clients when the front end has passed them on (engine/frontend.h).
   const double visible_s = frontend_.visible_s(plan.start_s, end_s);
@@ -96,6 +100,7 @@ void Engine::end_step(const StepPlan& plan, const StepResult& result, double end
           sink_->on_token(instance_, *o.seq, visible_s, visible_s - o.previous_token_s);
       }
       if (o.finished) sink_->on_finish(instance_, *o.seq, visible_s);
+      if (o.cancelled) sink_->on_cancel(instance_, *o.seq, visible_s, CancelReason::Tokens);
     }
   publish_kv_events();
   if (sink_) {

@@ -77,6 +77,8 @@ class Engine {
   void release_export(int64_t seq_id) { kv_.release_export(seq_id); }
 
   bool has_unfinished() const { return scheduler_.has_unfinished() || !importing_.empty(); }
+  // Sequences cancelled here because their clients left (engine/scheduler.h).
+  int64_t num_cancelled() const { return scheduler_.num_cancelled(); }
   int num_importing() const { return static_cast<int>(importing_.size()); }
   Scheduler& scheduler() { return scheduler_; }
   const Scheduler& scheduler() const { return scheduler_; }

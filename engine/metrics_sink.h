@@ -38,10 +38,10 @@ struct InstanceSample {
 
 // A named moment in a request's life as the fleet sees it, in event-loop order:
 //   arrival -> route -> first_token -> [prefill_done -> decode_route ->
-//   transfer_start -> transfer_done ->] finish
+//   transfer_start -> transfer_done ->] finish | cancel
 // (the bracketed ones only when a prefill pool hands the request to a decode pool).
 struct RequestEvent {
-  enum class Kind { Arrival, Route, FirstToken, PrefillDone, DecodeRoute, TransferStart, TransferDone, Finish };
+  enum class Kind { Arrival, Route, FirstToken, PrefillDone, DecodeRoute, TransferStart, TransferDone, Finish, Cancel };
   Kind kind = Kind::Arrival;
   double t = 0.0;
   int64_t request = 0;
@@ -49,6 +49,14 @@ struct RequestEvent {
   int64_t bytes = 0;  // transfer_start: bytes moved
 };
 const char* request_event_name(RequestEvent::Kind kind);
+
+// Why a request ended without finishing.
+enum class CancelReason : int32_t {
+  Deadline = 0,  // its client disconnected after Request::cancel_after_s
+  Tokens = 1,    // its client disconnected after Request::cancel_after_tokens tokens
+  Lost = 2,      // its instance failed and the fleet does not re-route (fault.on_failure = lose)
+};
+const char* cancel_reason_name(CancelReason reason);
 
 class MetricsSink {
  public:
@@ -60,6 +68,8 @@ class MetricsSink {
   // once when proposed tokens were accepted); gap_s since the previous delivery.
   virtual void on_token(int /*instance*/, const Sequence& /*seq*/, double /*t*/, double /*gap_s*/) {}
   virtual void on_finish(int /*instance*/, const Sequence& /*seq*/, double /*t*/) {}
+  // The request left unfinished at t: its blocks are free.
+  virtual void on_cancel(int /*instance*/, const Sequence& /*seq*/, double /*t*/, CancelReason /*reason*/) {}
   virtual void on_kv_event(int /*instance*/, const KvEvent& /*event*/) {}
   virtual void on_sample(const InstanceSample& /*sample*/) {}
   virtual void on_request_event(const RequestEvent& /*event*/) {}

@@ -35,6 +35,14 @@ struct Request {
   // hashed it to choose the instance), valid for blocks of prompt_hash_block_size.
   std::vector<uint64_t> prompt_block_hashes;
   int prompt_hash_block_size = 0;
+  // The client: it disconnects cancel_after_s after sending the request (< 0:
+  // never), or once it holds cancel_after_tokens output tokens (0: never).
+  double cancel_after_s = -1.0;
+  int cancel_after_tokens = 0;
+  // What the ingress knows of the question (sim/semantic_cache.h, model routing):
+  int64_t intent = -1;           // the question asked (-1: unknown): a cache answer is correct when intents match
+  std::vector<float> embedding;  // unit-norm prompt embedding (empty: none)
+  int request_class = -1;        // difficulty class, 0 the easiest (-1: none)
 };
 
 }  // namespace testbed

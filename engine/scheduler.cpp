@@ -41,12 +41,48 @@ Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv, int max_
 void Scheduler::add(std::unique_ptr<Sequence> seq, double now) {
   check_admissible(*seq);
   seq->status = SeqStatus::Waiting;
+  watch_deadline(*seq);
   insert_waiting(std::move(seq), now);
 }
 
 void Scheduler::add_running(std::unique_ptr<Sequence> seq) {
   seq->status = SeqStatus::Running;
+  watch_deadline(*seq);
   insert_running(std::move(seq));
+}
+
+void Scheduler::watch_deadline(const Sequence& seq) {
+  if (seq.request().cancel_after_s >= 0) deadlines_.emplace(seq.cancel_deadline_s(), seq.id());
+}
+
+void Scheduler::cancel(Sequence& seq, double now) {
+  kv_.free(seq);
+  seq.truncate_draft_tokens(0);
+  seq.status = SeqStatus::Cancelled;
+  seq.finish_s = now;
+  ++num_cancelled_;
+}
+
+void Scheduler::cancel_due(double now) {
+  while (!deadlines_.empty() && deadlines_.top().first <= now) {
+    const int64_t id = deadlines_.top().second;
+    deadlines_.pop();
+    // Linear searches, once per cancelled sequence; a sequence that already
+    // finished or left is in neither queue, and its entry just goes.
+    auto r = std::find_if(running_.begin(), running_.end(), [id](const auto& s) { return s->id() == id; });
+    if (r != running_.end()) {
+      cancel(**r, now);
+      cancelled_.push_back(std::move(*r));
+      running_.erase(r);
+      continue;
+    }
+    auto w = std::find_if(waiting_.begin(), waiting_.end(), [id](const auto& s) { return s->id() == id; });
+    if (w != waiting_.end()) {
+      cancel(**w, now);
+      cancelled_.push_back(std::move(*w));
+      waiting_.erase(w);
+    }
+  }
 }
 
 int Scheduler::reservation_tokens(const Sequence& seq) const {
@@ -107,6 +143,8 @@ int Scheduler::chunk_limit(int remaining, int budget) const {
 
 void Scheduler::schedule(double now, Batch& batch) {
   finished_.clear();
+  cancelled_.clear();
+  cancel_due(now);
   policy_->order_waiting(waiting_, now);
   batch.items.clear();
   batch.preempted.clear();
@@ -324,6 +362,12 @@ void Scheduler::postprocess(const Batch& batch, const StepResult& result, double
       o.finished = true;
       ++out.num_finished;
       any_left = true;
+    } else if (seq.request().cancel_after_tokens > 0 && seq.num_output_tokens() >= seq.request().cancel_after_tokens) {
+      // The client read its tokens and left: nothing more is computed for it.
+      cancel(seq, now);
+      o.cancelled = true;
+      ++out.num_cancelled;
+      any_left = true;
     } else if (hand_off_after_prefill_ && o.first_token) {
       seq.status = SeqStatus::HandedOff;
       o.handed_off = true;
@@ -337,11 +381,14 @@ void Scheduler::postprocess(const Batch& batch, const StepResult& result, double
   // Finished sequences outlive this call until the next schedule(), so the
   // batch and the outcome that name them stay valid for whoever reads them.
   auto split = std::stable_partition(running_.begin(), running_.end(), [](const auto& s) {
-    return s->status != SeqStatus::Finished && s->status != SeqStatus::HandedOff;
+    return s->status != SeqStatus::Finished && s->status != SeqStatus::HandedOff &&
+           s->status != SeqStatus::Cancelled;
   });
   for (auto it = split; it != running_.end(); ++it) {
     if ((*it)->status == SeqStatus::Finished) {
       finished_.push_back(std::move(*it));
+    } else if ((*it)->status == SeqStatus::Cancelled) {
+      cancelled_.push_back(std::move(*it));
     } else {
       HandOff h;
       h.kv = kv_.export_blocks(**it);

@@ -16,13 +16,20 @@
 //      next chunk (at most chunk_size tokens with chunked prefill, else the rest);
 //   3. waiting sequences are admitted in policy order, starting from their
 //      prefix-cache hit, while blocks and budget last (none after a preemption).
+// Before all that, sequences whose client has gone (Request::cancel_after_s
+// passed) are cancelled, waiting or running: their blocks are freed at once,
+// as vLLM aborts a request between steps when its client disconnects. A
+// client that leaves after N tokens (cancel_after_tokens) is cancelled in
+// postprocess, the step that delivers its Nth token.
 // When blocks run out, proposed tokens are dropped first, then the policy's
 // victim (the newest, under fcfs) is preempted by recompute: its blocks are
 // freed and it waits again. Running sequences are served in arrival order.
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
+#include <queue>
 #include <string>
 #include <vector>
 
@@ -85,6 +92,10 @@ class Scheduler {
   void postprocess(const Batch& batch, const StepResult& result, double visible_s, StepOutcome& out);
 
   bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
+  // Sequences cancelled since the last schedule() began (by deadline in it, by
+  // token count in postprocess), alive until the next schedule().
+  const RunningList& cancelled() const { return cancelled_; }
+  int64_t num_cancelled() const { return num_cancelled_; }
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
   int num_running() const { return static_cast<int>(running_.size()); }
   int64_t num_preemptions() const { return num_preemptions_; }
@@ -100,6 +111,10 @@ class Scheduler {
   // Checks the tokens an item that verified proposals returned and rolls its rejected positions back.
   void accept_drafts(const ScheduledSeq& item, const int32_t* tokens, int n);
   void insert_waiting(std::unique_ptr<Sequence> seq, double now);
+  void watch_deadline(const Sequence& seq);
+  // Cancels every waiting or running sequence whose client left by `now`.
+  void cancel_due(double now);
+  void cancel(Sequence& seq, double now);
   void insert_running(std::unique_ptr<Sequence> seq);
   int chunk_limit(int remaining, int budget) const;
   // Tokens of KV reserved for seq at admission under scheduler.kv_reservation (0: paged).
@@ -115,6 +130,11 @@ class Scheduler {
   SequenceQueue waiting_;
   RunningList running_;
   RunningList finished_;         // by the last postprocess, alive until the next schedule()
+  RunningList cancelled_;        // see cancelled()
+  // Client deadlines (time, sequence id) of the sequences that have one, soonest first;
+  // an entry whose sequence has left is dropped when it comes up.
+  std::priority_queue<std::pair<double, int64_t>, std::vector<std::pair<double, int64_t>>, std::greater<>> deadlines_;
+  int64_t num_cancelled_ = 0;
   std::vector<char> scheduled_;  // per running index, during schedule()
   int64_t num_preemptions_ = 0;
 };

@@ -1,10 +1,16 @@
 #include "engine/sequence.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "engine/block_hash.h"
 
 namespace testbed {
+
+double Sequence::cancel_deadline_s() const {
+  return request_.cancel_after_s >= 0 ? client_arrival_s() + request_.cancel_after_s
+                                      : std::numeric_limits<double>::infinity();
+}
 
 Sequence::Sequence(Request request) : request_(std::move(request)) {
   tokens_ = std::move(request_.prompt);

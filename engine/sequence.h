@@ -17,6 +17,7 @@ enum class SeqStatus : uint8_t {
   Importing,  // its KV is arriving from another engine (hand-off)
   Finished,
   HandedOff,  // left this engine after its prefill (its blocks stay until the transfer ends)
+  Cancelled,  // its client disconnected (Request::cancel_after_s / cancel_after_tokens): blocks freed at once
 };
 
 class Sequence {
@@ -27,6 +28,8 @@ class Sequence {
   int64_t id() const { return id_; }
   double arrival_s() const { return request_.arrival_s; }  // at the engine
   double client_arrival_s() const { return request_.arrival_s - request_.frontend_s; }
+  // When the client disconnects (Request::cancel_after_s after it sent the request); +inf: never.
+  double cancel_deadline_s() const;
   int priority() const { return request_.priority; }
 
   int num_tokens() const { return num_prompt_tokens_ + num_output_tokens_; }

@@ -34,6 +34,7 @@ struct SeqOutcome {
   bool first_token = false; // the step produced the sequence's first output token
   bool finished = false;
   bool handed_off = false;  // left this engine (see StepOutcome::handed_off)
+  bool cancelled = false;   // its client disconnected once it held Request::cancel_after_tokens tokens
   double previous_token_s = -1.0;  // when the sequence's tokens were last delivered before this step
 };
 
@@ -49,6 +50,7 @@ struct StepOutcome {
   std::vector<SeqOutcome> seqs;    // one per batch item, in batch order
   std::vector<int64_t> preempted;  // ids preempted while the batch was formed
   int num_finished = 0;
+  int num_cancelled = 0;  // by output-token count (SeqOutcome::cancelled)
   std::vector<HandOff> handed_off;
 };
 

@@ -129,10 +129,14 @@ SimulationStats Fleet::run(RequestSource& source, const ProgressFn& progress) {
     if (inst->engine->has_unfinished())
       throw ConfigError("scheduler: instance " + std::to_string(inst->engine->instance()) +
                         " ended with requests it could never run (configuration deadlock)");
+  if (added_ != finished_ + cancelled_)
+    throw std::logic_error("fleet: request conservation broken: " + std::to_string(added_) + " arrived, " +
+                           std::to_string(finished_) + " finished, " + std::to_string(cancelled_) + " cancelled");
   SimulationStats stats;
   stats.simulated_s = loop_.now();
   stats.num_events = loop_.num_processed();
   stats.num_finished = finished_;
+  stats.num_cancelled = cancelled_;
   stats.num_handoffs = handoffs_;
   return stats;
 }
@@ -201,7 +205,8 @@ void Fleet::kick(int i, double now) {
   inst.start_pending = true;
   loop_.at(now, kRankStepStart, [this, i](double t) {
     instances_[i]->start_pending = false;
-    start_step(i, t);
+    // It may have started a step since the kick (an instance whose step ended at this time goes on at once).
+    if (!instances_[i]->busy) start_step(i, t);
   });
 }
 
@@ -209,6 +214,11 @@ void Fleet::start_step(int i, double now) {
   Instance& inst = *instances_[i];
   Engine& engine = *inst.engine;
   engine.begin_step(now, inst.plan);
+  // Clients that left by now (engine/scheduler.h): their blocks are free already.
+  for (const auto& seq : engine.scheduler().cancelled()) {
+    log(RequestEvent::Kind::Cancel, now, seq->id(), i);
+    ++cancelled_;
+  }
   if (inst.plan.empty()) {
     // An instance whose blocks wait on transfers (exports leaving, imports
     // arriving) resumes when one lands; anything else is a deadlock.
@@ -231,15 +241,17 @@ void Fleet::end_step(int i, double end) {
     for (const SeqOutcome& o : out.seqs) {
       if (o.first_token) log(RequestEvent::Kind::FirstToken, end, o.seq->id(), i);
       if (o.finished) log(RequestEvent::Kind::Finish, end, o.seq->id(), i);
+      if (o.cancelled) log(RequestEvent::Kind::Cancel, end, o.seq->id(), i);
     }
   finished_ += out.num_finished;
+  cancelled_ += out.num_cancelled;
   if (!out.handed_off.empty()) {
     if (!pools_[inst.pool]->spec.hands_off)
       throw std::logic_error("fleet: instance " + std::to_string(i) + " handed a sequence off outside a prefill pool");
     for (HandOff& h : out.handed_off) hand_off(i, std::move(h), end, end - out.start_s);
     out.handed_off.clear();
   }
-  if (*progress_) (*progress_)(finished_, total_ >= 0 ? total_ : added_);
+  if (*progress_) (*progress_)(finished_ + cancelled_, total_ >= 0 ? total_ : added_);
   if (inst.engine->has_unfinished()) start_step(i, end);
   // A decode step may have freed blocks that a waiting hand-off needs.
   if (decode_ && pools_[inst.pool].get() == decode_ && !decode_->waiting.empty())
@@ -258,6 +270,22 @@ void Fleet::hand_off(int from, HandOff h, double now, double overlap_s) {
 
 void Fleet::dispatch_handoffs(Pool& pool, double now) {
   const int n = static_cast<int>(pool.spec.engines.size());
+  // Hand-offs whose clients left while they waited for room: their KV is released at the source.
+  for (auto it = pool.waiting.begin(); it != pool.waiting.end();) {
+    Sequence& seq = *it->h.seq;
+    if (seq.cancel_deadline_s() > now) {
+      ++it;
+      continue;
+    }
+    seq.status = SeqStatus::Cancelled;
+    seq.finish_s = now;
+    if (options_.sink) options_.sink->on_cancel(it->from, seq, now, CancelReason::Deadline);
+    log(RequestEvent::Kind::Cancel, now, seq.id(), it->from);
+    ++cancelled_;
+    instances_[it->from]->engine->release_export(seq.id());
+    kick(it->from, now);
+    it = pool.waiting.erase(it);
+  }
   while (!pool.waiting.empty()) {
     PendingHandOff& p = pool.waiting.front();
     Sequence& seq = *p.h.seq;

@@ -19,6 +19,10 @@
 //   transfer_done (kRankTransfer) the decode instance holds the KV; the prefill
 //                                 instance's blocks are free again
 //   finish       (kRankStepEnd)   the step that samples the last token ends
+//   cancel                        the client left (Request::cancel_after_s, at
+//                                 the instance's next step; cancel_after_tokens,
+//                                 at the step delivering that token; a hand-off
+//                                 waiting for room, when it is next looked at)
 //
 // A fleet of one unified instance is the single-engine simulation.
 #pragma once
@@ -51,6 +55,7 @@ struct SimulationStats {
   double simulated_s = 0.0;
   int64_t num_events = 0;
   int64_t num_finished = 0;
+  int64_t num_cancelled = 0;  // cancelled by their clients, or lost with a failed instance
   int64_t num_handoffs = 0;
 };
 
@@ -118,7 +123,7 @@ class Fleet {
   EventLoop loop_;
   RequestSource* source_ = nullptr;
   const ProgressFn* progress_ = nullptr;
-  int64_t total_ = -1, added_ = 0, finished_ = 0, handoffs_ = 0;
+  int64_t total_ = -1, added_ = 0, finished_ = 0, cancelled_ = 0, handoffs_ = 0;
   double last_arrival_ = 0.0;
   std::vector<int64_t> routed_;
   std::vector<InstanceLoad> loads_;

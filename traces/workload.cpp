@@ -1,6 +1,8 @@
 // WorkloadConfig: the shared keys, validation, and the factory that picks a source by workload.kind.
 #include "traces/workload.h"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "engine/common/config_error.h"
@@ -18,6 +20,9 @@ void WorkloadConfig::bind(OptionTable& t) {
   t.add("workload.output_tokens", &output_tokens, "output tokens per request");
   t.add("workload.num_priorities", &num_priorities, "priority classes drawn uniformly per request (1: all priority 0)");
   t.add("workload.seed", &seed, "seed of lengths, contents and arrivals");
+  t.add("workload.cancel_fraction", &cancel_fraction, "share of requests whose client disconnects before the end");
+  t.add("workload.cancel_after", &cancel_after, "time | tokens: a disconnect after a time or after output tokens");
+  t.add("workload.cancel_mean", &cancel_mean, "mean of the exponential disconnect time (s) or token count");
 }
 
 const WorkloadParams& WorkloadConfig::params() const {
@@ -35,6 +40,10 @@ void WorkloadConfig::validate() const {
   require(burstiness > 0, "workload.burstiness", "must be positive");
   require(output_tokens > 0, "workload.output_tokens", "must be positive");
   require(num_priorities >= 1, "workload.num_priorities", "must be >= 1");
+  require(cancel_fraction >= 0 && cancel_fraction <= 1, "workload.cancel_fraction", "must be in [0, 1]");
+  require(cancel_after == "time" || cancel_after == "tokens", "workload.cancel_after",
+          "must be time or tokens, got '" + cancel_after + "'");
+  require(cancel_mean > 0 && std::isfinite(cancel_mean), "workload.cancel_mean", "must be positive and finite");
   require(params().max_sequence_tokens(*this) < (int64_t{1} << 30), "workload.kind",
           "'" + kind.name + "' sequences would exceed 2^30 tokens; check the length keys");
 }
@@ -50,9 +59,34 @@ int PriorityDraw::next() {
   return static_cast<int>((static_cast<unsigned __int128>(x) * static_cast<uint64_t>(num_priorities_)) >> 64);
 }
 
+CancellingSource::CancellingSource(std::unique_ptr<RequestSource> inner, const WorkloadConfig& c)
+    : inner_(std::move(inner)),
+      fraction_(c.cancel_fraction),
+      mean_(c.cancel_mean),
+      by_tokens_(c.cancel_after == "tokens"),
+      state_(mix_seed(c.seed, 9)) {}
+
+std::optional<Request> CancellingSource::next() {
+  std::optional<Request> r = inner_->next();
+  if (!r) return r;
+  // Two draws per request, whatever they decide, so request k's fate depends on k alone.
+  Rng rng(splitmix64(state_));
+  const bool cancels = rng.uniform() < fraction_;
+  const double after = rng.exponential(1.0 / mean_);
+  if (cancels) {
+    if (by_tokens_)
+      r->cancel_after_tokens = std::max(1, static_cast<int>(std::min(std::ceil(after), 1e9)));
+    else
+      r->cancel_after_s = after;
+  }
+  return r;
+}
+
 std::unique_ptr<RequestSource> make_workload(const WorkloadConfig& config, const WorkloadContext& context) {
   config.validate();
-  return config.kind.create(config, context);
+  std::unique_ptr<RequestSource> source = config.kind.create(config, context);
+  if (config.cancel_fraction > 0) source = std::make_unique<CancellingSource>(std::move(source), config);
+  return source;
 }
 
 }  // namespace testbed

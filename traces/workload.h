@@ -48,6 +48,12 @@ struct WorkloadConfig {
   double burstiness = 1.0;          // gamma shape k: CV^2 = 1/k (1 = Poisson, < 1 burstier)
   int output_tokens = 200;
   int num_priorities = 1;           // > 1: each request draws a priority in [0, n) (scheduler.policy = priority)
+  // Clients that disconnect: this share of requests is cancelled after an
+  // exponential time (cancel_after = time, mean cancel_mean seconds from
+  // sending) or number of output tokens (tokens, mean cancel_mean, at least 1).
+  double cancel_fraction = 0.0;
+  std::string cancel_after = "time";
+  double cancel_mean = 1.0;
   uint64_t seed = 1;
 
   // Registers workload.* and every kind's keys (trace.* among them).
@@ -71,6 +77,22 @@ class PriorityDraw {
   uint64_t state_;
 };
 
+// Marks requests of `inner` for cancellation as workload.cancel_* say, from
+// its own seed stream (so cancellations never change the other draws).
+class CancellingSource : public RequestSource {
+ public:
+  CancellingSource(std::unique_ptr<RequestSource> inner, const WorkloadConfig& c);
+  std::optional<Request> next() override;
+  int64_t size_hint() const override { return inner_->size_hint(); }
+
+ private:
+  std::unique_ptr<RequestSource> inner_;
+  double fraction_, mean_;
+  bool by_tokens_;
+  uint64_t state_;
+};
+
+// The chosen kind's source, wrapped in a CancellingSource when workload.cancel_fraction > 0.
 std::unique_ptr<RequestSource> make_workload(const WorkloadConfig& config, const WorkloadContext& context);
 
 }  // namespace testbed

@@ -204,6 +204,21 @@ void ResultsFile::write_requests(const std::vector<RequestRecord>& unsorted) {
   add_column("requests", "reused_blocks", column<int32_t>(r, [](const R& x) { return x.reused_blocks; }));
 }
 
+void ResultsFile::write_cancelled(const std::vector<CancelRecord>& unsorted) {
+  if (unsorted.empty()) return;
+  std::vector<CancelRecord> r = unsorted;
+  std::sort(r.begin(), r.end(), [](const CancelRecord& a, const CancelRecord& b) { return a.id < b.id; });
+  using C = CancelRecord;
+  add_column("cancelled", "id", column<int64_t>(r, [](const C& x) { return x.id; }));
+  add_column("cancelled", "instance", column<int32_t>(r, [](const C& x) { return x.instance; }));
+  add_column("cancelled", "arrival_s", column<double>(r, [](const C& x) { return x.arrival_s; }));
+  add_column("cancelled", "cancel_s", column<double>(r, [](const C& x) { return x.cancel_s; }));
+  add_column("cancelled", "first_token_s", column<double>(r, [](const C& x) { return x.first_token_s; }));
+  add_column("cancelled", "prompt_tokens", column<int32_t>(r, [](const C& x) { return x.prompt_tokens; }));
+  add_column("cancelled", "output_tokens", column<int32_t>(r, [](const C& x) { return x.output_tokens; }));
+  add_column("cancelled", "reason", column<int32_t>(r, [](const C& x) { return static_cast<int32_t>(x.reason); }));
+}
+
 void ResultsFile::write_events(const std::vector<RequestEvent>& e) {
   using E = RequestEvent;
   add_column("events", "t", column<double>(e, [](const E& x) { return x.t; }));

@@ -6,6 +6,8 @@
 // Layout written by `testbed run`:
 //   /requests  id, instance, arrival_s, first_token_s, finish_s, ttft_s, tpot_s, e2e_s,
 //              prompt_tokens, cached_tokens, output_tokens, preemptions
+//   /cancelled (runs with cancellations or lost requests) id, instance, arrival_s, cancel_s,
+//              first_token_s (-1: none), prompt_tokens, output_tokens, reason (0 deadline, 1 tokens, 2 lost)
 //   /steps     instance, start_s, duration_s, num_seqs, prefill_tokens, decode_tokens,
 //              kv_blocks_used, kv_tokens, num_preempted, num_waiting, num_running (the last three after the step)
 //   /summary   attributes (see summary.h)
@@ -59,6 +61,8 @@ class ResultsFile {
 
   void write_requests(const std::vector<RequestRecord>& requests);
   void write_steps(const std::vector<StepRecord>& steps);
+  // /cancelled (see above); nothing when `cancelled` is empty.
+  void write_cancelled(const std::vector<CancelRecord>& cancelled);
   // /events: t, event (name), request, instance, bytes (output.events).
   void write_events(const std::vector<RequestEvent>& events);
   void write_summary(const Summary& summary);

@@ -14,6 +14,16 @@ const char* request_event_name(RequestEvent::Kind kind) {
     case RequestEvent::Kind::TransferStart: return "transfer_start";
     case RequestEvent::Kind::TransferDone: return "transfer_done";
     case RequestEvent::Kind::Finish: return "finish";
+    case RequestEvent::Kind::Cancel: return "cancel";
+  }
+  return "?";
+}
+
+const char* cancel_reason_name(CancelReason reason) {
+  switch (reason) {
+    case CancelReason::Deadline: return "deadline";
+    case CancelReason::Tokens: return "tokens";
+    case CancelReason::Lost: return "lost";
   }
   return "?";
 }
@@ -80,6 +90,19 @@ void RunRecorder::on_finish(int instance, const Sequence& seq, double t) {
     tokens_.emplace_back(seq.tokens().begin() + seq.num_prompt_tokens(), seq.tokens().end());
     token_owner_.push_back(seq.id());
   }
+}
+
+void RunRecorder::on_cancel(int instance, const Sequence& seq, double t, CancelReason reason) {
+  CancelRecord r;
+  r.id = seq.id();
+  r.instance = instance;
+  r.arrival_s = seq.client_arrival_s();
+  r.cancel_s = t;
+  r.first_token_s = seq.num_output_tokens() > 0 ? seq.first_token_s : -1.0;
+  r.prompt_tokens = seq.num_prompt_tokens();
+  r.output_tokens = seq.num_output_tokens();
+  r.reason = reason;
+  cancelled_.push_back(r);
 }
 
 void RunRecorder::on_kv_event(int, const KvEvent& event) {

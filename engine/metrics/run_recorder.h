@@ -28,6 +28,16 @@ struct RequestRecord {
   double tpot_s() const;
 };
 
+// A request that ended unfinished (cancelled by its client, or lost with a failed instance).
+struct CancelRecord {
+  int64_t id = 0;
+  int32_t instance = 0;
+  double arrival_s = 0, cancel_s = 0;
+  double first_token_s = -1;  // -1: cancelled before its first token
+  int32_t prompt_tokens = 0, output_tokens = 0;  // output_tokens: delivered before it ended (wasted work)
+  CancelReason reason = CancelReason::Deadline;
+};
+
 class RunRecorder : public MetricsSink {
  public:
   explicit RunRecorder(bool keep_steps = true, bool keep_tokens = false, bool keep_events = false)
@@ -37,12 +47,15 @@ class RunRecorder : public MetricsSink {
   void on_step(const StepRecord& step) override;
   void on_token(int instance, const Sequence& seq, double t, double gap_s) override;
   void on_finish(int instance, const Sequence& seq, double t) override;
+  void on_cancel(int instance, const Sequence& seq, double t, CancelReason reason) override;
   void on_kv_event(int instance, const KvEvent& event) override;
   void on_sample(const InstanceSample& sample) override;
   void on_request_event(const RequestEvent& event) override;
 
   int64_t num_arrived() const { return num_arrived_; }
   int64_t num_finished() const { return static_cast<int64_t>(requests_.size()); }
+  int64_t num_cancelled() const { return static_cast<int64_t>(cancelled_.size()); }
+  const std::vector<CancelRecord>& cancelled() const { return cancelled_; }
   const std::vector<RequestRecord>& requests() const { return requests_; }
   const std::vector<StepRecord>& steps() const { return steps_; }
   const LogHistogram& itl() const { return itl_; }
@@ -78,6 +91,7 @@ class RunRecorder : public MetricsSink {
   int64_t spec_drafted_ = 0, spec_accepted_ = 0, decode_items_ = 0, decode_appended_ = 0;
   std::vector<RequestEvent> events_;
   std::vector<RequestRecord> requests_;
+  std::vector<CancelRecord> cancelled_;
   std::vector<StepRecord> steps_;
   std::vector<InstanceSample> samples_;
   std::vector<double> busy_by_instance_, kv_block_s_by_instance_, seq_s_by_instance_;

@@ -94,6 +94,14 @@ std::vector<PoolFacts> pool_facts(const RunConfig& config, const RunSetup& setup
 
 }  // namespace
 
+void check_conservation(const RunRecorder& rec) {
+  const int64_t arrived = rec.num_arrived(), finished = rec.num_finished(), ended = rec.num_cancelled();
+  if (arrived != finished + ended)
+    throw std::logic_error("internal error: request conservation broken: " + std::to_string(arrived) +
+                           " arrived, " + std::to_string(finished) + " finished, " + std::to_string(ended) +
+                           " cancelled or lost");
+}
+
 ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) {
   WorkloadContext context;
   context.vocab_size = setup.model.vocab_size;
@@ -124,6 +132,7 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) 
   const ProgressFn progress = [&](int64_t done, int64_t total) { printer.update(done, total); };
   const DriverStats stats = driver->run(make_engine, *source, progress);
   printer.done();
+  check_conservation(*result.recorder);
   result.wall_s = stats.wall_s;
   result.simulated_s = stats.simulated_s;
   result.num_events = stats.num_events;
@@ -147,6 +156,7 @@ void write_run_files(const std::string& dir, const RunConfig& config, const Opti
   fs::create_directories(dir);
   ResultsFile file((fs::path(dir) / "results.h5").string());
   file.write_requests(result.recorder->requests());
+  file.write_cancelled(result.recorder->cancelled());
   if (config.output.steps) file.write_steps(result.recorder->steps());
   if (config.output.tokens) file.write_tokens(result.recorder->output_token_ids(), result.recorder->output_tokens());
   file.write_summary(result.summary);

@@ -29,6 +29,10 @@ struct ExperimentResult {
   std::string executor, mode;
 };
 
+// Every request that arrived finished, or was cancelled or lost (counted): the
+// run's conservation law. Throws std::logic_error (an internal error) when not.
+void check_conservation(const RunRecorder& rec);
+
 // Runs the configured workload under the configured driver, on as many
 // engines as it asks for, each with the configured executor.
 ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup);

@@ -254,3 +254,23 @@ TEST_CASE("a small disaggregated run reproduces its golden event log", "[pools][
   want << in.rdbuf();
   CHECK(got == want.str());
 }
+
+TEST_CASE("cancellations in a disaggregated fleet free both sides and conserve requests", "[pools][cancel]") {
+  for (const std::string mode : {"time", "tokens"}) {
+    INFO(mode);
+    WorkloadConfig w = shared_prompts(300, 80.0);
+    w.cancel_fraction = 0.5;
+    w.cancel_after = mode;
+    w.cancel_mean = mode == "time" ? 0.05 : 2;  // many leave around their first tokens, some during hand-off
+    // A small decode pool, so hand-offs wait for room and some clients leave while they wait.
+    const PdRun r = run_pd(2, 1, w, /*decode_blocks=*/40);
+    CHECK(r.rec->num_arrived() == 300);
+    CHECK(r.rec->num_finished() + r.rec->num_cancelled() == 300);
+    CHECK(r.rec->num_cancelled() > 50);
+    for (const auto& e : r.engines) {
+      CHECK(e->kv_cache().num_used_blocks() == 0);
+      CHECK(e->kv_cache().num_exports() == 0);
+      CHECK(e->check_invariants().empty());
+    }
+  }
+}
