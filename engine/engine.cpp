@@ -44,7 +44,7 @@ void Engine::add_request(Request request, double now) {
   // Hash the prompt's blocks on arrival, as vLLM's engine core does when it
   // adds a request, so scheduling steps only look them up.
   if (kv_.prefix_cache_enabled()) seq->block_hashes(kv_.block_size());
-  if (sink_) sink_->on_arrival(instance_, *seq, now);
+  if (sink_ && seq->request().restarts == 0) sink_->on_arrival(instance_, *seq, now);
   scheduler_.add(std::move(seq), now);
 }
 
@@ -148,6 +148,29 @@ void Engine::end_import(int64_t seq_id, double /*now*/) {
   kv_.commit_full_blocks(*seq);  // its blocks hold final tokens now
   publish_kv_events();
   scheduler_.add_running(std::move(seq));
+}
+
+std::vector<std::unique_ptr<Sequence>> Engine::fail() {
+  if (kv_.num_exports() > 0)
+    throw std::logic_error("Engine::fail: instance " + std::to_string(instance_) + " fails while exporting KV");
+  std::vector<std::unique_ptr<Sequence>> out = scheduler_.take_all();
+  for (auto& [id, seq] : importing_) {
+    kv_.free(*seq);
+    out.push_back(std::move(seq));
+  }
+  importing_.clear();
+  kv_.clear_cache();
+  publish_kv_events();
+  return out;
+}
+
+Request restart_request(const Sequence& seq) {
+  Request r = seq.request();
+  r.prompt.assign(seq.tokens().begin(), seq.tokens().begin() + seq.num_prompt_tokens());
+  r.prompt_block_hashes.clear();
+  r.prompt_hash_block_size = 0;
+  ++r.restarts;
+  return r;
 }
 
 std::vector<const Sequence*> Engine::live_sequences() const {

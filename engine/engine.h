@@ -54,6 +54,7 @@ class Engine {
          MetricsSink* sink);
 
   int instance() const { return instance_; }
+  // A request with restarts > 0 (started over after a failure) is not a new arrival to the sink.
   void add_request(Request request, double now);
 
   // A whole step on a clock the driver reads when the executor returns.
@@ -76,6 +77,10 @@ class Engine {
   // The sender's side: a transfer ended, the exported blocks are free again.
   void release_export(int64_t seq_id) { kv_.release_export(seq_id); }
 
+  // The instance failed: every unfinished sequence (running, waiting,
+  // importing) leaves with its blocks freed, and the prefix cache is cleared
+  // (listeners hear AllCleared). Throws std::logic_error while it exports KV.
+  std::vector<std::unique_ptr<Sequence>> fail();
   bool has_unfinished() const { return scheduler_.has_unfinished() || !importing_.empty(); }
   // Sequences cancelled here because their clients left (engine/scheduler.h).
   int64_t num_cancelled() const { return scheduler_.num_cancelled(); }
@@ -105,5 +110,8 @@ class Engine {
   std::vector<KvEventListener*> listeners_;
   std::map<int64_t, std::unique_ptr<Sequence>> importing_;
 };
+
+// The request `seq` came from, to be started again from its prompt elsewhere (restarts + 1).
+Request restart_request(const Sequence& seq);
 
 }  // namespace testbed

@@ -125,6 +125,11 @@ class KvCacheManager {
   // a later commit_full_blocks, once their contents have arrived.
   bool import_blocks(Sequence& seq, const KvExport& from, KvImport& plan);
 
+  // Calls f(hash) for every block the prefix cache holds, in no particular order.
+  template <class F>
+  void for_each_cached(F f) const {
+    cached_.for_each([&](uint64_t hash, int32_t) { f(hash); });
+  }
   // Forgets every cached block (blocks in use keep their contents).
   void clear_cache();
 

@@ -41,11 +41,12 @@ struct InstanceSample {
 //   transfer_start -> transfer_done ->] finish | cancel
 // (the bracketed ones only when a prefill pool hands the request to a decode pool).
 struct RequestEvent {
-  enum class Kind { Arrival, Route, FirstToken, PrefillDone, DecodeRoute, TransferStart, TransferDone, Finish, Cancel };
+  enum class Kind { Arrival, Route, FirstToken, PrefillDone, DecodeRoute, TransferStart, TransferDone, Finish, Cancel, Fail };
   Kind kind = Kind::Arrival;
   double t = 0.0;
   int64_t request = 0;
   int instance = -1;  // where it happens (route: the chosen instance; transfers: the receiver)
+                      // fail: the instance that failed, with request -1
   int64_t bytes = 0;  // transfer_start: bytes moved
 };
 const char* request_event_name(RequestEvent::Kind kind);

@@ -51,6 +51,17 @@ void Scheduler::add_running(std::unique_ptr<Sequence> seq) {
   insert_running(std::move(seq));
 }
 
+std::vector<std::unique_ptr<Sequence>> Scheduler::take_all() {
+  std::vector<std::unique_ptr<Sequence>> out;
+  for (auto& s : running_) out.push_back(std::move(s));
+  for (auto& s : waiting_) out.push_back(std::move(s));
+  running_.clear();
+  waiting_.clear();
+  for (auto& s : out) kv_.free(*s);
+  deadlines_ = {};
+  return out;
+}
+
 void Scheduler::watch_deadline(const Sequence& seq) {
   if (seq.request().cancel_after_s >= 0) deadlines_.emplace(seq.cancel_deadline_s(), seq.id());
 }

@@ -92,6 +92,8 @@ class Scheduler {
   void postprocess(const Batch& batch, const StepResult& result, double visible_s, StepOutcome& out);
 
   bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
+  // Every waiting and running sequence, their blocks freed (the instance failed).
+  std::vector<std::unique_ptr<Sequence>> take_all();
   // Sequences cancelled since the last schedule() began (by deadline in it, by
   // token count in postprocess), alive until the next schedule().
   const RunningList& cancelled() const { return cancelled_; }

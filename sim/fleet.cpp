@@ -26,6 +26,9 @@ struct Fleet::Instance {
   int pool = 0, local = 0;  // its pool and its index there
   bool busy = false;
   bool start_pending = false;
+  bool failed = false;
+  uint32_t generation = 0;  // bumped when it fails: the end of the step it was running is dropped
+  std::vector<FaultConfig::Slowdown> slow;  // its straggler windows
   // The step in flight (an instance runs one at a time): kept here, not in the
   // event, so the completion event captures only (this, i).
   StepPlan plan;
@@ -46,16 +49,28 @@ struct Fleet::Pool {
   std::deque<PendingHandOff> waiting;  // decode pools: hand-offs without room yet, in arrival order
 };
 
-// Hands one instance's KV events to its pool's router, tagged with its index there.
+// Hands one instance's KV events to its pool's router, tagged with its index
+// there: at once, or fault.kv_event_delay_s later.
 class Fleet::EventForwarder : public KvEventListener {
  public:
-  EventForwarder(Router& router, int local) : router_(router), local_(local) {}
-  void on_kv_event(const KvEvent& e) override { router_.on_kv_event(local_, e); }
+  EventForwarder(Fleet& fleet, Router& router, int local) : fleet_(fleet), router_(router), local_(local) {}
+  void on_kv_event(const KvEvent& e) override { fleet_.forward_kv_event(router_, local_, e); }
 
  private:
+  Fleet& fleet_;
   Router& router_;
   int local_;
 };
+
+void Fleet::forward_kv_event(Router& router, int local, const KvEvent& e) {
+  const double delay = options_.faults.kv_event_delay_s;
+  if (delay <= 0) {
+    router.on_kv_event(local, e);
+    return;
+  }
+  // In order: every event of an instance is delayed alike, and the loop keeps insertion order at equal times.
+  loop_.at(loop_.now() + delay, kRankTransfer, [&router, local, e](double) { router.on_kv_event(local, e); });
+}
 
 Fleet::Fleet(std::vector<FleetPool> pools, FleetOptions options) : options_(options) {
   if (pools.empty()) throw std::logic_error("Fleet: no pool");
@@ -75,7 +90,7 @@ Fleet::Fleet(std::vector<FleetPool> pools, FleetOptions options) : options_(opti
       instances_.back()->pool = p;
       instances_.back()->local = static_cast<int>(k);
       if (pool->spec.router->wants_kv_events()) {
-        forwarders_.push_back(std::make_unique<EventForwarder>(*pool->spec.router, static_cast<int>(k)));
+        forwarders_.push_back(std::make_unique<EventForwarder>(*this, *pool->spec.router, static_cast<int>(k)));
         e->add_kv_listener(forwarders_.back().get());
       }
     }
@@ -94,6 +109,15 @@ Fleet::Fleet(std::vector<FleetPool> pools, FleetOptions options) : options_(opti
   if ((num_senders > 0) != (decode_ != nullptr))
     throw std::logic_error("Fleet: pools that hand off need exactly one pool that receives, and the other way round");
   routed_.assign(instances_.size(), 0);
+  const int n = static_cast<int>(instances_.size());
+  options_.faults.validate(n);
+  for (const FaultConfig::Slowdown& s : options_.faults.slowdowns()) instances_[s.instance]->slow.push_back(s);
+  for (const FaultConfig::Failure& f : options_.faults.failures()) {
+    const Pool& pool = *pools_[instances_[f.instance]->pool];
+    require(!pool.spec.hands_off && !pool.spec.receives_handoffs, "fault.fail",
+            "instance " + std::to_string(f.instance) + " is in pool " + pool.spec.name +
+                ", which hands KV over: failures are modelled for unified pools only");
+  }
 }
 
 namespace {
@@ -115,6 +139,8 @@ SimulationStats Fleet::run(RequestSource& source, const ProgressFn& progress) {
   progress_ = &progress;
   total_ = source.size_hint();
   pull_next_arrival();
+  for (const FaultConfig::Failure& f : options_.faults.failures())
+    loop_.at(f.t, kRankTransfer, [this, i = f.instance](double t) { fail(i, t); });
   if (options_.sample_interval_s > 0) loop_.at(0.0, kRankControl, [this](double t) { sample(t); });
   loop_.run();
   if (decode_ && !decode_->waiting.empty()) {
@@ -126,17 +152,20 @@ SimulationStats Fleet::run(RequestSource& source, const ProgressFn& progress) {
                       "): give the decode pool more KV blocks or fewer sequences");
   }
   for (const auto& inst : instances_)
-    if (inst->engine->has_unfinished())
+    if (!inst->failed && inst->engine->has_unfinished())
       throw ConfigError("scheduler: instance " + std::to_string(inst->engine->instance()) +
                         " ended with requests it could never run (configuration deadlock)");
-  if (added_ != finished_ + cancelled_)
+  if (added_ != finished_ + cancelled_ + lost_)
     throw std::logic_error("fleet: request conservation broken: " + std::to_string(added_) + " arrived, " +
-                           std::to_string(finished_) + " finished, " + std::to_string(cancelled_) + " cancelled");
+                           std::to_string(finished_) + " finished, " + std::to_string(cancelled_) + " cancelled, " +
+                           std::to_string(lost_) + " lost");
   SimulationStats stats;
   stats.simulated_s = loop_.now();
   stats.num_events = loop_.num_processed();
   stats.num_finished = finished_;
-  stats.num_cancelled = cancelled_;
+  stats.num_cancelled = cancelled_ + lost_;
+  stats.num_lost = lost_;
+  stats.num_restarts = restarts_;
   stats.num_handoffs = handoffs_;
   return stats;
 }
@@ -173,14 +202,19 @@ const std::vector<InstanceLoad>& Fleet::loads(const Pool& pool) {
     loads_[k].num_waiting = e.scheduler().num_waiting();
     loads_[k].num_running = e.scheduler().num_running() + e.num_importing();
     loads_[k].kv_usage = e.kv_cache().usage();
+    loads_[k].available = !instances_[pool.first + static_cast<int>(k)]->failed;
   }
   return loads_;
 }
 
-void Fleet::arrive(Request request, double now) {
+void Fleet::arrive(Request request, double now, bool restart) {
   Pool& pool = *ingress_;
   int local = 0;
-  log(RequestEvent::Kind::Arrival, now, request.id, -1);
+  if (!restart) {
+    log(RequestEvent::Kind::Arrival, now, request.id, -1);
+    ++added_;
+  }
+  const std::vector<InstanceLoad>& load = loads(pool);
   if (pool.spec.engines.size() > 1) {
     const int block_size = pool.spec.engines[0]->kv_cache().block_size();
     if (pool.spec.router->needs_block_hashes() && request.prompt_hash_block_size != block_size) {
@@ -189,19 +223,57 @@ void Fleet::arrive(Request request, double now) {
       extend_block_hashes(request.prompt_block_hashes, request.prompt, block_size, request.cache_salt);
       request.prompt_hash_block_size = block_size;
     }
-    local = pool.spec.router->route(RoutingContext{request, request.prompt_block_hashes, loads(pool)});
+    local = pool.spec.router->route(RoutingContext{request, request.prompt_block_hashes, load});
+  }
+  // A router's choice that takes no request is overruled (InstanceLoad::available).
+  if (local < 0 || local >= static_cast<int>(load.size()) || !load[local].available)
+    local = least_loaded_instance(load, local < 0 ? 0 : local);
+  if (local < 0) {  // nothing can take it
+    lose(std::move(request), now);
+    return;
   }
   const int target = pool.first + local;
   log(RequestEvent::Kind::Route, now, request.id, target);
   ++routed_[target];
-  ++added_;
   instances_[target]->engine->add_request(std::move(request), now);
   kick(target, now);
 }
 
+void Fleet::fail(int i, double now) {
+  Instance& inst = *instances_[i];
+  if (inst.failed) return;
+  inst.failed = true;
+  ++inst.generation;  // the step in flight never ends
+  inst.busy = false;
+  log(RequestEvent::Kind::Fail, now, -1, i);
+  // In id order, so the new routing is the same whatever the queues' order was.
+  std::vector<std::unique_ptr<Sequence>> seqs = inst.engine->fail();
+  std::sort(seqs.begin(), seqs.end(), [](const auto& a, const auto& b) { return a->id() < b->id(); });
+  for (auto& seq : seqs) {
+    if (options_.faults.lose()) {
+      if (options_.sink) options_.sink->on_cancel(i, *seq, now, CancelReason::Lost);
+      log(RequestEvent::Kind::Cancel, now, seq->id(), i);
+      ++lost_;
+    } else {
+      ++restarts_;
+      arrive(restart_request(*seq), now, /*restart=*/true);
+    }
+  }
+}
+
+void Fleet::lose(Request request, double now) {
+  Sequence seq(std::move(request));
+  if (options_.sink) {
+    if (seq.request().restarts == 0) options_.sink->on_arrival(-1, seq, now);
+    options_.sink->on_cancel(-1, seq, now, CancelReason::Lost);
+  }
+  log(RequestEvent::Kind::Cancel, now, seq.id(), -1);
+  ++lost_;
+}
+
 void Fleet::kick(int i, double now) {
   Instance& inst = *instances_[i];
-  if (inst.busy || inst.start_pending) return;
+  if (inst.busy || inst.start_pending || inst.failed) return;
   inst.start_pending = true;
   loop_.at(now, kRankStepStart, [this, i](double t) {
     instances_[i]->start_pending = false;
@@ -229,7 +301,11 @@ void Fleet::start_step(int i, double now) {
   }
   inst.busy = true;
   engine.executor().execute(inst.plan.batch, inst.result);
-  loop_.at(now + inst.result.duration_s, kRankStepEnd, [this, i](double end) { end_step(i, end); });
+  for (const FaultConfig::Slowdown& s : inst.slow)
+    if (now >= s.t0 && now < s.t1) inst.result.duration_s *= s.factor;
+  loop_.at(now + inst.result.duration_s, kRankStepEnd, [this, i, gen = inst.generation](double end) {
+    if (instances_[i]->generation == gen) end_step(i, end);
+  });
 }
 
 void Fleet::end_step(int i, double end) {

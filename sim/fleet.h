@@ -19,6 +19,8 @@
 //   transfer_done (kRankTransfer) the decode instance holds the KV; the prefill
 //                                 instance's blocks are free again
 //   finish       (kRankStepEnd)   the step that samples the last token ends
+//   fail         (kRankTransfer)  an instance fails (sim/faults.h): its requests are
+//                                 routed again (restart) or lost (cancel)
 //   cancel                        the client left (Request::cancel_after_s, at
 //                                 the instance's next step; cancel_after_tokens,
 //                                 at the step delivering that token; a hand-off
@@ -36,6 +38,7 @@
 #include "engine/engine.h"
 #include "engine/request_source.h"
 #include "sim/event_loop.h"
+#include "sim/faults.h"
 #include "sim/kv_link.h"
 #include "sim/pool.h"
 #include "sim/router.h"
@@ -56,6 +59,8 @@ struct SimulationStats {
   int64_t num_events = 0;
   int64_t num_finished = 0;
   int64_t num_cancelled = 0;  // cancelled by their clients, or lost with a failed instance
+  int64_t num_lost = 0;       // of which lost (fault.on_failure = lose)
+  int64_t num_restarts = 0;   // requests started over after a failure (fault.on_failure = reroute)
   int64_t num_handoffs = 0;
 };
 
@@ -77,6 +82,7 @@ struct FleetOptions {
   double sample_interval_s = 0.0;
   MetricsSink* sink = nullptr;  // samples, and request events when log_events
   bool log_events = false;
+  FaultConfig faults;  // failures, stragglers, late KV events (sim/faults.h)
 };
 
 class Fleet {
@@ -102,7 +108,12 @@ class Fleet {
   struct PendingHandOff;
   class EventForwarder;
   void pull_next_arrival();
-  void arrive(Request request, double now);
+  // `restart`: a request started over after its instance failed (not a new arrival).
+  void arrive(Request request, double now, bool restart = false);
+  void fail(int i, double now);
+  // Reports a request that can be served nowhere (every instance failed) as lost.
+  void lose(Request request, double now);
+  void forward_kv_event(Router& router, int local, const KvEvent& e);
   void kick(int i, double now);
   void start_step(int i, double now);
   void end_step(int i, double end);
@@ -123,7 +134,7 @@ class Fleet {
   EventLoop loop_;
   RequestSource* source_ = nullptr;
   const ProgressFn* progress_ = nullptr;
-  int64_t total_ = -1, added_ = 0, finished_ = 0, cancelled_ = 0, handoffs_ = 0;
+  int64_t total_ = -1, added_ = 0, finished_ = 0, cancelled_ = 0, lost_ = 0, restarts_ = 0, handoffs_ = 0;
   double last_arrival_ = 0.0;
   std::vector<int64_t> routed_;
   std::vector<InstanceLoad> loads_;

@@ -31,6 +31,11 @@ class PrefixIndex {
   // Longest run of leading `hashes` each instance holds, in blocks; out[i] for instance i.
   void match(const std::vector<uint64_t>& hashes, std::vector<int>& out) const;
   size_t size() const { return index_.size(); }
+  // Calls f(hash, instances) for every entry, in no particular order.
+  template <class F>
+  void for_each(F f) const {
+    index_.for_each([&](uint64_t hash, const InstanceSet& s) { f(hash, s); });
+  }
 
  private:
   int num_instances_;

@@ -20,6 +20,7 @@ int least_loaded_instance(const std::vector<InstanceLoad>& loads, int start) {
   int best = -1;
   for (int k = 0; k < n; ++k) {
     const int i = (start + k) % n;
+    if (!loads[i].available) continue;
     if (best < 0 || loads[i].load() < loads[best].load() ||
         (loads[i].load() == loads[best].load() && loads[i].kv_usage < loads[best].kv_usage))
       best = i;

@@ -16,10 +16,16 @@
 
 namespace testbed {
 
+class PrefixIndex;
+
 struct InstanceLoad {
   int num_waiting = 0;
   int num_running = 0;
   double kv_usage = 0.0;  // used blocks / blocks
+  // False for an instance that takes no new request (failed, starting, draining,
+  // off: sim/faults.h, sim/autoscaler.h). A router that picks one anyway is
+  // overruled by the fleet, which sends the request to the least loaded available one.
+  bool available = true;
   int load() const { return num_waiting + num_running; }  // requests in the instance
 };
 
@@ -37,6 +43,8 @@ class Router {
   virtual bool needs_block_hashes() const { return false; }
   virtual bool wants_kv_events() const { return false; }
   virtual void on_kv_event(int /*instance*/, const KvEvent& /*event*/) {}
+  // The router's view of which instance caches which block, if it keeps one (tests, diagnostics).
+  virtual const PrefixIndex* prefix_index() const { return nullptr; }
 };
 
 // What every router is built from (its own keys come from its Params).
@@ -53,8 +61,9 @@ RouterChoice router_choice(const std::string& type = "round_robin",
 
 std::unique_ptr<Router> make_router(const RouterChoice& choice, const RouterSetup& setup);
 
-// The least loaded instance (requests in it, then KV usage), ties to the lowest
-// id at or after `start`, so equal instances share the work in turn.
+// The least loaded available instance (requests in it, then KV usage), ties to
+// the lowest id at or after `start`, so equal instances share the work in
+// turn; -1 when none is available.
 int least_loaded_instance(const std::vector<InstanceLoad>& loads, int start = 0);
 
 }  // namespace testbed

@@ -11,6 +11,7 @@ void SimulatedDriverParams::bind(OptionTable& t) {
   fleet.bind(t);
   router.bind(t);
   link.bind(t);
+  faults.bind(t);
   for (PoolConfig& p : pools) p.bind(t);
 }
 
@@ -19,6 +20,7 @@ void SimulatedDriverParams::validate() const {
   router.validate();
   link.validate();
   validate_pools(pools);
+  faults.validate(num_instances());
 }
 
 int SimulatedDriverParams::num_instances() const {
@@ -76,6 +78,7 @@ class SimulatedDriver : public Driver {
     options.sample_interval_s = p_.fleet.sample_interval_s;
     options.sink = setup_.sink;
     options.log_events = setup_.log_events;
+    options.faults = p_.faults;
     Fleet fleet(std::move(pools), options);
     const SimulationStats sim = fleet.run(source, progress);
     DriverStats stats;

@@ -9,6 +9,7 @@
 #include "engine/driver.h"
 #include "engine/engine.h"
 #include "engine/request_source.h"
+#include "sim/faults.h"
 #include "sim/fleet.h"
 #include "sim/pool.h"
 #include "sim/router.h"
@@ -21,6 +22,7 @@ struct SimulatedDriverParams : ParamsOf<SimulatedDriverParams> {
   FleetConfig fleet;
   RouterChoice router = router_choice();
   KvLinkConfig link;  // link.*: what pool.NAME.link.* inherits
+  FaultConfig faults;  // fault.* (sim/faults.h)
   std::vector<PoolConfig> pools;
   void bind(OptionTable& table) override;
   void validate() const override;

@@ -188,6 +188,9 @@ void ResultsFile::write_requests(const std::vector<RequestRecord>& unsorted) {
   add_column("requests", "cached_tokens", column<int32_t>(r, [](const R& x) { return x.cached_tokens; }));
   add_column("requests", "output_tokens", column<int32_t>(r, [](const R& x) { return x.output_tokens; }));
   add_column("requests", "preemptions", column<int32_t>(r, [](const R& x) { return x.preemptions; }));
+  // Runs with failures only.
+  if (std::any_of(r.begin(), r.end(), [](const R& x) { return x.restarts > 0; }))
+    add_column("requests", "restarts", column<int32_t>(r, [](const R& x) { return x.restarts; }));
   // Speculative runs only.
   if (std::any_of(r.begin(), r.end(), [](const R& x) { return x.spec_drafted > 0; })) {
     add_column("requests", "spec_drafted", column<int32_t>(r, [](const R& x) { return x.spec_drafted; }));

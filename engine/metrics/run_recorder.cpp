@@ -15,6 +15,7 @@ const char* request_event_name(RequestEvent::Kind kind) {
     case RequestEvent::Kind::TransferDone: return "transfer_done";
     case RequestEvent::Kind::Finish: return "finish";
     case RequestEvent::Kind::Cancel: return "cancel";
+    case RequestEvent::Kind::Fail: return "fail";
   }
   return "?";
 }
@@ -72,6 +73,7 @@ void RunRecorder::on_finish(int instance, const Sequence& seq, double t) {
   r.cached_tokens = seq.num_cached_tokens < 0 ? 0 : seq.num_cached_tokens;
   r.output_tokens = seq.num_output_tokens();
   r.preemptions = seq.num_preemptions;
+  r.restarts = seq.request().restarts;
   r.spec_drafted = seq.spec_drafted;
   r.spec_accepted = seq.spec_accepted;
   r.spec_steps = seq.spec_steps;

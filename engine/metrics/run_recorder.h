@@ -15,6 +15,7 @@ struct RequestRecord {
   int32_t instance = 0;
   double arrival_s = 0, first_token_s = 0, finish_s = 0;
   int32_t prompt_tokens = 0, cached_tokens = 0, output_tokens = 0, preemptions = 0;
+  int32_t restarts = 0;  // times it started over because its instance failed
   // Disaggregated runs: the prefill instance (-1: none, `instance` did it all),
   // back-pressure wait (first token -> transfer start), transfer time and size.
   int32_t prefill_instance = -1;

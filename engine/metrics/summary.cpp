@@ -82,7 +82,7 @@ Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& sl
   s.set("num_lost", static_cast<double>(by_reason[2]));
   s.set("cancelled_output_tokens", wasted_tokens);
   std::vector<double> ttft, tpot, e2e, normalized;
-  double prompt = 0, cached = 0, output = 0, preemptions = 0, first = INFINITY, last = -INFINITY;
+  double prompt = 0, cached = 0, output = 0, preemptions = 0, restarts = 0, first = INFINITY, last = -INFINITY;
   int64_t good = 0, with_hit = 0;
   for (const RequestRecord& r : reqs) {
     if (r.cached_tokens > 0) ++with_hit;
@@ -94,6 +94,7 @@ Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& sl
     cached += r.cached_tokens;
     output += r.output_tokens;
     preemptions += r.preemptions;
+    restarts += r.restarts;
     first = std::min(first, r.arrival_s);
     last = std::max(last, r.finish_s);
     const bool ttft_ok = slo.ttft_s <= 0 || r.ttft_s() <= slo.ttft_s;
@@ -121,6 +122,7 @@ Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& sl
   s.set("slo_attainment", attained);
   s.set("meets_slo", attained >= slo.attainment ? 1.0 : 0.0);
   s.set("preemptions", preemptions);
+  s.set("restarts", restarts);  // finished requests' restarts after instance failures
   if (rec.spec_drafted() > 0) {  // speculative runs only
     s.set("spec_acceptance_rate", static_cast<double>(rec.spec_accepted()) / rec.spec_drafted());
     s.set("spec_tokens_per_step",

@@ -17,6 +17,7 @@ class PrefixPreciseRouter : public Router {
   void on_kv_event(int instance, const KvEvent& e) override { index_.apply(instance, e); }
 
   bool needs_block_hashes() const override { return true; }
+  const PrefixIndex* prefix_index() const override { return &index_; }
   int route(const RoutingContext& ctx) override {
     index_.match(ctx.block_hashes, matched_);
     int best_match = 0;
