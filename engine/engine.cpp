@@ -164,6 +164,11 @@ std::vector<std::unique_ptr<Sequence>> Engine::fail() {
   return out;
 }
 
+void Engine::clear_prefix_cache() {
+  kv_.clear_cache();
+  publish_kv_events();
+}
+
 Request restart_request(const Sequence& seq) {
   Request r = seq.request();
   r.prompt.assign(seq.tokens().begin(), seq.tokens().begin() + seq.num_prompt_tokens());

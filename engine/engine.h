@@ -81,6 +81,8 @@ class Engine {
   // importing) leaves with its blocks freed, and the prefix cache is cleared
   // (listeners hear AllCleared). Throws std::logic_error while it exports KV.
   std::vector<std::unique_ptr<Sequence>> fail();
+  // Forgets every cached prefix block (a replica switched off); listeners hear AllCleared.
+  void clear_prefix_cache();
   bool has_unfinished() const { return scheduler_.has_unfinished() || !importing_.empty(); }
   // Sequences cancelled here because their clients left (engine/scheduler.h).
   int64_t num_cancelled() const { return scheduler_.num_cancelled(); }

@@ -36,17 +36,30 @@ struct InstanceSample {
   int num_running = 0;
 };
 
+// A pool's replicas and signals at one autoscaler evaluation (sim/autoscaler.h).
+struct ScaleSample {
+  double t = 0.0;
+  int pool = 0;
+  int active = 0, starting = 0, draining = 0;  // replicas in each state (paid for: all three)
+  int desired = 0;                             // what the policy asked for, within the bounds
+  double signal = 0.0;                         // the policy's signal
+  // Every signal, so a run shows what each would have said.
+  double queue_depth = 0, active_seqs = 0, kv_usage = 0, gpu_util = 0, cpu_util = 0, request_rate = 0, ttft_p95 = 0;
+  int paid() const { return active + starting + draining; }
+};
+
 // A named moment in a request's life as the fleet sees it, in event-loop order:
 //   arrival -> route -> first_token -> [prefill_done -> decode_route ->
 //   transfer_start -> transfer_done ->] finish | cancel
 // (the bracketed ones only when a prefill pool hands the request to a decode pool).
 struct RequestEvent {
-  enum class Kind { Arrival, Route, FirstToken, PrefillDone, DecodeRoute, TransferStart, TransferDone, Finish, Cancel, Fail };
+  enum class Kind { Arrival, Route, FirstToken, PrefillDone, DecodeRoute, TransferStart, TransferDone, Finish, Cancel, Fail,
+                    ReplicaStart, ReplicaReady, ReplicaDrain, ReplicaOff };
   Kind kind = Kind::Arrival;
   double t = 0.0;
   int64_t request = 0;
   int instance = -1;  // where it happens (route: the chosen instance; transfers: the receiver)
-                      // fail: the instance that failed, with request -1
+                      // fail, replica_*: the instance, with request -1 (sim/faults.h, sim/autoscaler.h)
   int64_t bytes = 0;  // transfer_start: bytes moved
 };
 const char* request_event_name(RequestEvent::Kind kind);
@@ -73,6 +86,7 @@ class MetricsSink {
   virtual void on_cancel(int /*instance*/, const Sequence& /*seq*/, double /*t*/, CancelReason /*reason*/) {}
   virtual void on_kv_event(int /*instance*/, const KvEvent& /*event*/) {}
   virtual void on_sample(const InstanceSample& /*sample*/) {}
+  virtual void on_scale(const ScaleSample& /*sample*/) {}
   virtual void on_request_event(const RequestEvent& /*event*/) {}
 };
 

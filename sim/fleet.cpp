@@ -6,6 +6,7 @@
 #include "engine/block_hash.h"
 #include "engine/common/config_error.h"
 #include "engine/common/option_table.h"
+#include "engine/metrics/summary.h"
 #include "sim/instance_set.h"
 
 namespace testbed {
@@ -27,6 +28,10 @@ struct Fleet::Instance {
   bool busy = false;
   bool start_pending = false;
   bool failed = false;
+  // Autoscaling: only an active replica takes requests; starting, draining and active ones are paid for.
+  enum class State { Active, Starting, Draining, Off } state = State::Active;
+  double busy_s = 0.0;  // step seconds so far (the GPU-utilisation signal)
+  uint32_t starts = 0;  // start-ups asked for: a stale start-up event (scaled down before it came) is dropped
   uint32_t generation = 0;  // bumped when it fails: the end of the step it was running is dropped
   std::vector<FaultConfig::Slowdown> slow;  // its straggler windows
   // The step in flight (an instance runs one at a time): kept here, not in the
@@ -47,6 +52,16 @@ struct Fleet::Pool {
   FleetPool spec;
   int first = 0;  // instance id of engines[0]
   std::deque<PendingHandOff> waiting;  // decode pools: hand-offs without room yet, in arrival order
+  // Autoscaling: the chosen policy, what the window holds, and the last change.
+  std::unique_ptr<AutoscalePolicy> policy;
+  struct Tick {
+    double t, queue, running, kv, holding, busy_s;
+    int active;
+  };
+  std::deque<Tick> ticks;
+  std::deque<double> arrivals;                    // times, within the window
+  std::deque<std::pair<double, double>> ttfts;    // (first token time, TTFT), within the window
+  double last_change_s = -1e300;
 };
 
 // Hands one instance's KV events to its pool's router, tagged with its index
@@ -109,6 +124,17 @@ Fleet::Fleet(std::vector<FleetPool> pools, FleetOptions options) : options_(opti
   if ((num_senders > 0) != (decode_ != nullptr))
     throw std::logic_error("Fleet: pools that hand off need exactly one pool that receives, and the other way round");
   routed_.assign(instances_.size(), 0);
+  for (size_t p = 0; p < pools_.size(); ++p) {
+    Pool& pool = *pools_[p];
+    const AutoscaleConfig& a = pool.spec.autoscale;
+    if (!a.enabled()) continue;
+    const int size = static_cast<int>(pool.spec.engines.size());
+    with_key_prefix(pool.spec.name == "main" ? "" : "pool." + pool.spec.name + ".", [&] { a.validate(size); });
+    if (pool.spec.hands_off || pool.spec.receives_handoffs)
+      throw ConfigError("pool." + pool.spec.name + ".autoscale.policy: autoscaling is modelled for unified pools only");
+    pool.policy = a.policy.create(AutoscalePolicySetup{});
+    for (int k = a.initial_for(size); k < size; ++k) instances_[pool.first + k]->state = Instance::State::Off;
+  }
   const int n = static_cast<int>(instances_.size());
   options_.faults.validate(n);
   for (const FaultConfig::Slowdown& s : options_.faults.slowdowns()) instances_[s.instance]->slow.push_back(s);
@@ -130,7 +156,12 @@ std::vector<FleetPool> one_pool(std::vector<Engine*> engines, std::unique_ptr<Ro
 }  // namespace
 
 Fleet::Fleet(std::vector<Engine*> engines, std::unique_ptr<Router> router, double sample_interval_s, MetricsSink* sink)
-    : Fleet(one_pool(std::move(engines), std::move(router)), FleetOptions{sample_interval_s, sink, false}) {}
+    : Fleet(one_pool(std::move(engines), std::move(router)), [&] {
+        FleetOptions o;
+        o.sample_interval_s = sample_interval_s;
+        o.sink = sink;
+        return o;
+      }()) {}
 
 Fleet::~Fleet() = default;
 
@@ -142,6 +173,13 @@ SimulationStats Fleet::run(RequestSource& source, const ProgressFn& progress) {
   for (const FaultConfig::Failure& f : options_.faults.failures())
     loop_.at(f.t, kRankTransfer, [this, i = f.instance](double t) { fail(i, t); });
   if (options_.sample_interval_s > 0) loop_.at(0.0, kRankControl, [this](double t) { sample(t); });
+  for (size_t p = 0; p < pools_.size(); ++p)
+    if (pools_[p]->policy) {
+      const int k = static_cast<int>(p);
+      const int size = static_cast<int>(pools_[p]->spec.engines.size());
+      report_scale(k, 0.0, pools_[p]->spec.autoscale.initial_for(size), 0.0, AutoscaleSignals{});  // the start
+      loop_.at(pools_[p]->spec.autoscale.interval_s, kRankControl, [this, k](double t) { evaluate(k, t); });
+    }
   loop_.run();
   if (decode_ && !decode_->waiting.empty()) {
     const PendingHandOff& p = decode_->waiting.front();
@@ -183,7 +221,10 @@ void Fleet::log(RequestEvent::Kind kind, double t, int64_t request, int instance
 
 void Fleet::pull_next_arrival() {
   std::optional<Request> r = source_->next();
-  if (!r) return;
+  if (!r) {
+    source_done_ = true;
+    return;
+  }
   if (r->arrival_s < last_arrival_)
     throw ConfigError("trace: request " + std::to_string(r->id) + " arrives before the previous one");
   last_arrival_ = r->arrival_s;
@@ -202,7 +243,8 @@ const std::vector<InstanceLoad>& Fleet::loads(const Pool& pool) {
     loads_[k].num_waiting = e.scheduler().num_waiting();
     loads_[k].num_running = e.scheduler().num_running() + e.num_importing();
     loads_[k].kv_usage = e.kv_cache().usage();
-    loads_[k].available = !instances_[pool.first + static_cast<int>(k)]->failed;
+    const Instance& inst = *instances_[pool.first + static_cast<int>(k)];
+    loads_[k].available = !inst.failed && inst.state == Instance::State::Active;
   }
   return loads_;
 }
@@ -233,6 +275,7 @@ void Fleet::arrive(Request request, double now, bool restart) {
     return;
   }
   const int target = pool.first + local;
+  if (pool.policy) pool.arrivals.push_back(now);
   log(RequestEvent::Kind::Route, now, request.id, target);
   ++routed_[target];
   instances_[target]->engine->add_request(std::move(request), now);
@@ -273,7 +316,9 @@ void Fleet::lose(Request request, double now) {
 
 void Fleet::kick(int i, double now) {
   Instance& inst = *instances_[i];
-  if (inst.busy || inst.start_pending || inst.failed) return;
+  if (inst.busy || inst.start_pending || inst.failed || inst.state == Instance::State::Off ||
+      inst.state == Instance::State::Starting)
+    return;
   inst.start_pending = true;
   loop_.at(now, kRankStepStart, [this, i](double t) {
     instances_[i]->start_pending = false;
@@ -313,6 +358,11 @@ void Fleet::end_step(int i, double end) {
   StepOutcome& out = inst.outcome;
   inst.engine->end_step(inst.plan, inst.result, end, out);
   inst.busy = false;
+  inst.busy_s += end - out.start_s;
+  Pool& own = *pools_[inst.pool];
+  if (own.policy)
+    for (const SeqOutcome& o : out.seqs)
+      if (o.first_token) own.ttfts.emplace_back(o.seq->first_token_s, o.seq->first_token_s - o.seq->client_arrival_s());
   if (options_.log_events)
     for (const SeqOutcome& o : out.seqs) {
       if (o.first_token) log(RequestEvent::Kind::FirstToken, end, o.seq->id(), i);
@@ -328,7 +378,10 @@ void Fleet::end_step(int i, double end) {
     out.handed_off.clear();
   }
   if (*progress_) (*progress_)(finished_ + cancelled_, total_ >= 0 ? total_ : added_);
-  if (inst.engine->has_unfinished()) start_step(i, end);
+  if (inst.engine->has_unfinished())
+    start_step(i, end);
+  else if (inst.state == Instance::State::Draining)
+    turn_off(i, end);  // drained: it holds nothing any more
   // A decode step may have freed blocks that a waiting hand-off needs.
   if (decode_ && pools_[inst.pool].get() == decode_ && !decode_->waiting.empty())
     dispatch_handoffs(*decode_, end);
@@ -413,6 +466,176 @@ void Fleet::transfer_done(int from, int to, int64_t seq_id, double now) {
   instances_[from]->engine->release_export(seq_id);
   kick(to, now);
   kick(from, now);  // its freed blocks may admit a waiting prompt
+}
+
+bool Fleet::requests_outstanding() const { return !source_done_ || added_ > finished_ + cancelled_ + lost_; }
+
+void Fleet::measure(Pool& pool, double now, AutoscaleSignals& s) {
+  const AutoscaleConfig& a = pool.spec.autoscale;
+  const double from = now - a.window_s;
+  Pool::Tick tick{now, 0, 0, 0, 0, 0, 0};
+  for (size_t k = 0; k < pool.spec.engines.size(); ++k) {
+    const Instance& inst = *instances_[pool.first + static_cast<int>(k)];
+    tick.busy_s += inst.busy_s;
+    if (inst.failed || inst.state != Instance::State::Active) continue;
+    const Engine& e = *inst.engine;
+    ++tick.active;
+    tick.queue += e.scheduler().num_waiting();
+    tick.running += e.scheduler().num_running();
+    tick.kv += e.kv_cache().usage();
+    tick.holding += e.has_unfinished() ? 1 : 0;
+  }
+  pool.ticks.push_back(tick);
+  // The window: the ticks after `from`, and the one at its start for the busy-time difference.
+  while (pool.ticks.size() > 1 && pool.ticks[1].t <= from) pool.ticks.pop_front();
+  while (!pool.arrivals.empty() && pool.arrivals.front() <= from) pool.arrivals.pop_front();
+  while (!pool.ttfts.empty() && pool.ttfts.front().first <= from) pool.ttfts.pop_front();
+  double replica_ticks = 0, replica_seconds = 0;
+  int n = 0;
+  for (size_t k = 0; k < pool.ticks.size(); ++k) {
+    const Pool::Tick& t = pool.ticks[k];
+    if (t.t <= from && pool.ticks.size() > 1) continue;
+    ++n;
+    replica_ticks += t.active;
+    s.queue_depth += t.queue;
+    s.active_seqs += t.running;
+    s.kv_usage += t.kv;
+    s.cpu_util += t.holding;
+    if (k > 0) replica_seconds += t.active * (t.t - pool.ticks[k - 1].t);
+  }
+  if (replica_ticks > 0) {
+    s.queue_depth /= replica_ticks;
+    s.active_seqs /= replica_ticks;
+    s.kv_usage /= replica_ticks;
+    s.cpu_util /= replica_ticks;
+  }
+  const double busy = pool.ticks.back().busy_s - pool.ticks.front().busy_s;
+  s.gpu_util = replica_seconds > 0 ? std::min(1.0, busy / replica_seconds) : 0.0;
+  const double active_now = std::max(1, tick.active);
+  s.request_rate = pool.arrivals.size() / std::min(a.window_s, std::max(now, 1e-9)) / active_now;
+  std::vector<double> t;
+  for (const auto& x : pool.ttfts) t.push_back(x.second);
+  s.ttft_p95 = t.empty() ? 0.0 : percentile(t, 95);
+  (void)n;
+}
+
+void Fleet::evaluate(int p, double now) {
+  Pool& pool = *pools_[p];
+  const AutoscaleConfig& a = pool.spec.autoscale;
+  const int size = static_cast<int>(pool.spec.engines.size());
+  AutoscaleSignals s;
+  measure(pool, now, s);
+  int active = 0, starting = 0, draining = 0;
+  for (int k = 0; k < size; ++k) {
+    const Instance& inst = *instances_[pool.first + k];
+    if (inst.failed) continue;
+    active += inst.state == Instance::State::Active;
+    starting += inst.state == Instance::State::Starting;
+    draining += inst.state == Instance::State::Draining;
+  }
+  const int current = active + starting;
+  const double signal = s.get(a.signal);
+  int desired = std::max(a.min_replicas, std::min(a.max_for(size), pool.policy->desired(current, signal)));
+  // Scale-down waits out the cooldown since the last change (HPA's stabilisation window).
+  if (desired < current && now - pool.last_change_s < a.cooldown_s) desired = current;
+  if (desired > current) scale_up(pool, desired - current, now);
+  if (desired < current) scale_down(pool, current - desired, now);
+  if (desired != current) pool.last_change_s = now;
+  report_scale(p, now, desired, signal, s);
+  (void)draining;
+  if (requests_outstanding()) loop_.at(now + a.interval_s, kRankControl, [this, p](double t) { evaluate(p, t); });
+}
+
+void Fleet::report_scale(int p, double now, int desired, double signal, const AutoscaleSignals& s) {
+  if (!options_.sink) return;
+  const Pool& pool = *pools_[p];
+  ScaleSample x;
+  x.t = now;
+  x.pool = p;
+  for (size_t k = 0; k < pool.spec.engines.size(); ++k) {  // after the change
+    const Instance& inst = *instances_[pool.first + static_cast<int>(k)];
+    if (inst.failed) continue;
+    x.active += inst.state == Instance::State::Active;
+    x.starting += inst.state == Instance::State::Starting;
+    x.draining += inst.state == Instance::State::Draining;
+  }
+  x.desired = desired;
+  x.signal = signal;
+  x.queue_depth = s.queue_depth;
+  x.active_seqs = s.active_seqs;
+  x.kv_usage = s.kv_usage;
+  x.gpu_util = s.gpu_util;
+  x.cpu_util = s.cpu_util;
+  x.request_rate = s.request_rate;
+  x.ttft_p95 = s.ttft_p95;
+  options_.sink->on_scale(x);
+}
+
+void Fleet::scale_up(Pool& pool, int n, double now) {
+  const int size = static_cast<int>(pool.spec.engines.size());
+  // A draining replica is warm: it takes requests again at once.
+  for (int k = 0; k < size && n > 0; ++k) {
+    Instance& inst = *instances_[pool.first + k];
+    if (!inst.failed && inst.state == Instance::State::Draining) {
+      inst.state = Instance::State::Active;
+      log(RequestEvent::Kind::ReplicaReady, now, -1, pool.first + k);
+      --n;
+    }
+  }
+  for (int k = 0; k < size && n > 0; ++k) {
+    Instance& inst = *instances_[pool.first + k];
+    if (inst.failed || inst.state != Instance::State::Off) continue;
+    inst.state = Instance::State::Starting;
+    const int i = pool.first + k;
+    log(RequestEvent::Kind::ReplicaStart, now, -1, i);
+    loop_.at(now + pool.spec.startup_s, kRankTransfer, [this, i, token = ++inst.starts](double t) {
+      if (instances_[i]->starts == token) start_replica(i, t);
+    });
+    --n;
+  }
+}
+
+void Fleet::start_replica(int i, double now) {
+  Instance& inst = *instances_[i];
+  if (inst.failed || inst.state != Instance::State::Starting) return;
+  inst.state = Instance::State::Active;
+  log(RequestEvent::Kind::ReplicaReady, now, -1, i);
+  kick(i, now);
+}
+
+void Fleet::scale_down(Pool& pool, int n, double now) {
+  const int size = static_cast<int>(pool.spec.engines.size());
+  // Starting replicas first (nothing on them yet), then the least loaded active ones, newest first on ties.
+  for (int k = size - 1; k >= 0 && n > 0; --k) {
+    Instance& inst = *instances_[pool.first + k];
+    if (!inst.failed && inst.state == Instance::State::Starting) {
+      inst.state = Instance::State::Off;
+      log(RequestEvent::Kind::ReplicaOff, now, -1, pool.first + k);
+      --n;
+    }
+  }
+  while (n > 0) {
+    int best = -1, best_load = 0;
+    for (int k = size - 1; k >= 0; --k) {
+      const Instance& inst = *instances_[pool.first + k];
+      if (inst.failed || inst.state != Instance::State::Active) continue;
+      const int load = inst.engine->scheduler().num_waiting() + inst.engine->scheduler().num_running();
+      if (best < 0 || load < best_load) best = k, best_load = load;
+    }
+    if (best < 0) return;
+    const int i = pool.first + best;
+    instances_[i]->state = Instance::State::Draining;
+    log(RequestEvent::Kind::ReplicaDrain, now, -1, i);
+    if (!instances_[i]->busy && !instances_[i]->engine->has_unfinished()) turn_off(i, now);
+    --n;
+  }
+}
+
+void Fleet::turn_off(int i, double now) {
+  Instance& inst = *instances_[i];
+  inst.state = Instance::State::Off;
+  log(RequestEvent::Kind::ReplicaOff, now, -1, i);
+  inst.engine->clear_prefix_cache();  // a replica started later comes up cold
 }
 
 void Fleet::sample(double now) {

@@ -37,6 +37,7 @@
 #include "engine/driver.h"
 #include "engine/engine.h"
 #include "engine/request_source.h"
+#include "sim/autoscaler.h"
 #include "sim/event_loop.h"
 #include "sim/faults.h"
 #include "sim/kv_link.h"
@@ -76,6 +77,10 @@ struct FleetPool {
   int tensor_parallel = 1;
   double kv_bytes_per_token = 0.0;  // the whole model's K and V per token (every TP rank)
   int num_layers = 1;
+  // Autoscaling (sim/autoscaler.h): engines are the most replicas; a new one
+  // serves startup_s after it is asked for (start_s + weights per GPU / load bandwidth).
+  AutoscaleConfig autoscale;
+  double startup_s = 0.0;
 };
 
 struct FleetOptions {
@@ -114,6 +119,15 @@ class Fleet {
   // Reports a request that can be served nowhere (every instance failed) as lost.
   void lose(Request request, double now);
   void forward_kv_event(Router& router, int local, const KvEvent& e);
+  // Autoscaling: one evaluation of pool p, replicas in and out, and their states' changes.
+  void evaluate(int p, double now);
+  void measure(Pool& pool, double now, AutoscaleSignals& out);
+  void scale_up(Pool& pool, int n, double now);
+  void scale_down(Pool& pool, int n, double now);
+  void start_replica(int i, double now);
+  void turn_off(int i, double now);
+  void report_scale(int p, double now, int desired, double signal, const AutoscaleSignals& s);
+  bool requests_outstanding() const;
   void kick(int i, double now);
   void start_step(int i, double now);
   void end_step(int i, double end);
@@ -136,6 +150,7 @@ class Fleet {
   const ProgressFn* progress_ = nullptr;
   int64_t total_ = -1, added_ = 0, finished_ = 0, cancelled_ = 0, lost_ = 0, restarts_ = 0, handoffs_ = 0;
   double last_arrival_ = 0.0;
+  bool source_done_ = false;
   std::vector<int64_t> routed_;
   std::vector<InstanceLoad> loads_;
   KvImport import_plan_;

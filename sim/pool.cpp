@@ -23,6 +23,7 @@ void PoolConfig::bind(OptionTable& t) {
   cost_model.bind(t);
   router.bind(t);
   link.bind(t);
+  autoscale.bind(t);
   t.pop_prefix();
 }
 
@@ -34,6 +35,7 @@ void PoolConfig::validate() const {
     cost_model.validate();
     router.validate();
     link.validate();
+    autoscale.validate(size);
   });
 }
 

@@ -29,6 +29,7 @@
 #include "engine/common/choice.h"
 #include "engine/common/registry.h"
 #include "engine/engine.h"
+#include "sim/autoscaler.h"
 #include "sim/cost_model.h"
 #include "sim/kv_link.h"
 #include "sim/router.h"
@@ -54,6 +55,7 @@ struct PoolConfig {
   CostModelConfig cost_model;
   RouterChoice router = router_choice();
   KvLinkConfig link;
+  AutoscaleConfig autoscale;  // pool.NAME.autoscale.* (sim/autoscaler.h)
 
   std::string prefix() const { return "pool." + name + "."; }
   // The chosen role (throws ConfigError naming pool.NAME.role for an unknown one).

@@ -4,6 +4,7 @@
 
 #include "engine/common/option_table.h"
 #include "sim/memory_planner.h"
+#include "engine/common/config_error.h"
 
 namespace testbed {
 
@@ -12,6 +13,7 @@ void SimulatedDriverParams::bind(OptionTable& t) {
   router.bind(t);
   link.bind(t);
   faults.bind(t);
+  autoscale.bind(t);
   for (PoolConfig& p : pools) p.bind(t);
 }
 
@@ -21,6 +23,8 @@ void SimulatedDriverParams::validate() const {
   link.validate();
   validate_pools(pools);
   faults.validate(num_instances());
+  if (pools.empty()) autoscale.validate(fleet.num_instances);
+  else require(!autoscale.enabled(), "autoscale.policy", "with [pool.NAME] sections, autoscale each pool with pool.NAME.autoscale.*");
 }
 
 int SimulatedDriverParams::num_instances() const {
@@ -47,9 +51,16 @@ class SimulatedDriver : public Driver {
     for (int i = 0; i < n; ++i) engines.push_back(make_engine(i));
     const auto wall0 = std::chrono::steady_clock::now();  // the simulation, not the engines' construction
     std::vector<FleetPool> pools;
+    // A new replica's start-up: the fixed part, then its weights per GPU at the load bandwidth.
+    const auto startup_s = [&](const AutoscaleConfig& a, int tensor_parallel) {
+      const double bytes = setup_.model ? weight_bytes_per_gpu(*setup_.model, tensor_parallel) : 0.0;
+      return a.start_s + bytes / (a.load_gb_s * 1e9);
+    };
     if (p_.pools.empty()) {
       FleetPool pool;
       for (auto& e : engines) pool.engines.push_back(e.get());
+      pool.autoscale = p_.autoscale;
+      pool.startup_s = startup_s(p_.autoscale, setup_.tensor_parallel);
       pools.push_back(std::move(pool));
     }
     int next = 0;
@@ -61,6 +72,8 @@ class SimulatedDriver : public Driver {
       pool.receives_handoffs = c.receives_handoffs();
       for (int k = 0; k < c.size; ++k) pool.engines.push_back(engines[next++].get());
       pool.link = c.link;
+      pool.autoscale = c.autoscale;
+      pool.startup_s = startup_s(c.autoscale, c.cost_model.tensor_parallel);
       pool.tensor_parallel = c.cost_model.tensor_parallel;
       if (setup_.model) {
         pool.kv_bytes_per_token = static_cast<double>(setup_.model->kv_bytes_per_token(activation_bytes(*setup_.model)));

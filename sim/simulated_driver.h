@@ -9,6 +9,7 @@
 #include "engine/driver.h"
 #include "engine/engine.h"
 #include "engine/request_source.h"
+#include "sim/autoscaler.h"
 #include "sim/faults.h"
 #include "sim/fleet.h"
 #include "sim/pool.h"
@@ -23,6 +24,7 @@ struct SimulatedDriverParams : ParamsOf<SimulatedDriverParams> {
   RouterChoice router = router_choice();
   KvLinkConfig link;  // link.*: what pool.NAME.link.* inherits
   FaultConfig faults;  // fault.* (sim/faults.h)
+  AutoscaleConfig autoscale;  // autoscale.* of the fleet without pools (a pool's: pool.NAME.autoscale.*)
   std::vector<PoolConfig> pools;
   void bind(OptionTable& table) override;
   void validate() const override;

@@ -30,6 +30,29 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? NAN : s / v.size();
 }
 
+// Instance-seconds pool `index` was paid for over the run's span [first
+// arrival, first arrival + duration]: its size throughout, or, when an
+// autoscaler reported its replicas (ScaleSample, the first at t = 0), their
+// step function integrated over the span.
+double instance_seconds(const RunRecorder& rec, int index, const PoolFacts& p, double duration) {
+  std::vector<const ScaleSample*> mine;
+  for (const ScaleSample& x : rec.scale_samples())
+    if (x.pool == index) mine.push_back(&x);
+  if (mine.empty()) return p.size * duration;
+  double t0 = INFINITY;
+  for (const RequestRecord& r : rec.requests()) t0 = std::min(t0, r.arrival_s);
+  for (const CancelRecord& c : rec.cancelled()) t0 = std::min(t0, c.arrival_s);
+  if (!std::isfinite(t0)) return 0.0;
+  const double t1 = t0 + duration;
+  double sum = 0;
+  for (size_t k = 0; k < mine.size(); ++k) {
+    const double a = std::max(t0, mine[k]->t);
+    const double b = std::min(t1, k + 1 < mine.size() ? mine[k + 1]->t : t1);
+    if (b > a) sum += mine[k]->paid() * (b - a);
+  }
+  return sum;
+}
+
 // A pool's load over the run: the share of time its instances step, the mean
 // share of their KV blocks in use (time-weighted over the whole run; an idle
 // instance holds no used block), and the sequences in a step (over busy time).
@@ -37,7 +60,7 @@ struct PoolLoad {
   double busy_s = 0, utilization = 0, kv_usage = NAN, batch_size = NAN;
 };
 
-PoolLoad pool_load(const RunRecorder& rec, const PoolFacts& p, double duration) {
+PoolLoad pool_load(const RunRecorder& rec, const PoolFacts& p, double paid_s) {
   PoolLoad l;
   double kv = 0, seqs = 0;
   const auto at = [](const std::vector<double>& v, int i) { return static_cast<size_t>(i) < v.size() ? v[i] : 0.0; };
@@ -47,8 +70,8 @@ PoolLoad pool_load(const RunRecorder& rec, const PoolFacts& p, double duration) 
     kv += at(rec.kv_block_seconds_by_instance(), i);
     seqs += at(rec.seq_seconds_by_instance(), i);
   }
-  if (duration > 0) l.utilization = l.busy_s / (p.size * duration);
-  if (duration > 0 && p.kv_blocks_per_instance > 0) l.kv_usage = kv / (static_cast<double>(p.kv_blocks_per_instance) * p.size * duration);
+  if (paid_s > 0) l.utilization = l.busy_s / paid_s;
+  if (paid_s > 0 && p.kv_blocks_per_instance > 0) l.kv_usage = kv / (static_cast<double>(p.kv_blocks_per_instance) * paid_s);
   if (l.busy_s > 0) l.batch_size = seqs / l.busy_s;
   return l;
 }
@@ -68,11 +91,17 @@ void add_fleet_metrics(const RunRecorder& rec, const FleetCostFacts& f, Summary&
   s.set("load_imbalance_busy", max_over_mean(busy));
   const double duration = s.get("duration_s");
   const std::vector<PoolFacts> pools = pools_of(f);
-  bool uniform = true;
+  bool uniform = true, scaled = !rec.scale_samples().empty();
   int gpus = 0;
-  for (const PoolFacts& p : pools) {
+  std::vector<double> paid;  // instance-seconds per pool
+  double paid_gpu_s = 0, paid_all = 0;
+  for (size_t k = 0; k < pools.size(); ++k) {
+    const PoolFacts& p = pools[k];
     uniform &= p.gpus_per_instance == pools.front().gpus_per_instance;
     gpus += p.size * p.gpus_per_instance;
+    paid.push_back(instance_seconds(rec, static_cast<int>(k), p, duration));
+    paid_gpu_s += paid.back() * p.gpus_per_instance;
+    paid_all += paid.back();
   }
   // GPUs of the first instance for every instance when they agree (the same
   // arithmetic as before pools), else instance by instance.
@@ -82,7 +111,8 @@ void add_fleet_metrics(const RunRecorder& rec, const FleetCostFacts& f, Summary&
     for (const PoolFacts& p : pools)
       for (int k = 0; k < p.size; ++k) busy_gpu_s += busy[p.first_instance + k] * p.gpus_per_instance;
   }
-  s.set("gpu_seconds", (uniform ? f.num_instances * pools.front().gpus_per_instance : gpus) * duration);
+  s.set("gpu_seconds", scaled ? paid_gpu_s : (uniform ? f.num_instances * pools.front().gpus_per_instance : gpus) * duration);
+  if (scaled) s.set("replicas_mean", duration > 0 ? paid_all / duration : NAN);  // paid instances, time-weighted
   s.set("busy_gpu_seconds", busy_gpu_s);
   s.set("prefill_flops_avoided", cached * f.flops_per_prompt_token);
   const double finished = static_cast<double>(rec.requests().size());
@@ -101,8 +131,9 @@ void add_fleet_metrics(const RunRecorder& rec, const FleetCostFacts& f, Summary&
   const bool priced = std::all_of(pools.begin(), pools.end(), [](const PoolFacts& p) { return p.price_per_gpu_hour > 0; });
   const bool powered = std::all_of(pools.begin(), pools.end(), [](const PoolFacts& p) { return p.power_w_per_gpu > 0; });
   double usd = 0, kwh = 0;
-  for (const PoolFacts& p : pools) {
-    const double gpu_hours = p.size * p.gpus_per_instance * duration / 3600.0;
+  for (size_t k = 0; k < pools.size(); ++k) {
+    const PoolFacts& p = pools[k];
+    const double gpu_hours = paid[k] * p.gpus_per_instance / 3600.0;
     usd += gpu_hours * p.price_per_gpu_hour;
     kwh += gpu_hours * p.power_w_per_gpu / 1000.0;
   }
@@ -115,12 +146,13 @@ void add_fleet_metrics(const RunRecorder& rec, const FleetCostFacts& f, Summary&
     s.set("output_tokens_per_kwh", kwh > 0 ? output_tokens / kwh : NAN);
   }
   if (pools.size() > 1)
-    for (const PoolFacts& p : pools) {
-      const PoolLoad l = pool_load(rec, p, duration);
+    for (size_t k = 0; k < pools.size(); ++k) {
+      const PoolFacts& p = pools[k];
+      const PoolLoad l = pool_load(rec, p, paid[k]);
       s.set("pool_" + p.name + "_utilization", l.utilization);
       s.set("pool_" + p.name + "_kv_usage_mean", l.kv_usage);
       s.set("pool_" + p.name + "_batch_size_mean", l.batch_size);
-      s.set("pool_" + p.name + "_gpu_seconds", p.size * p.gpus_per_instance * duration);
+      s.set("pool_" + p.name + "_gpu_seconds", paid[k] * p.gpus_per_instance);
     }
 
   if (!rec.any_handoff()) return;
@@ -186,8 +218,10 @@ void write_fleet_tables(ResultsFile& file, const RunRecorder& rec, const FleetCo
     std::vector<std::string> name, role, hardware;
     std::vector<int32_t> size, gpus, blocks;
     std::vector<double> pbusy, gpu_s, putil, kv_mean, batch;
-    for (const PoolFacts& p : facts.pools) {
-      const PoolLoad l = pool_load(rec, p, duration_s);
+    for (size_t k = 0; k < facts.pools.size(); ++k) {
+      const PoolFacts& p = facts.pools[k];
+      const double paid = instance_seconds(rec, static_cast<int>(k), p, duration_s);
+      const PoolLoad l = pool_load(rec, p, paid);
       name.push_back(p.name);
       role.push_back(p.role);
       hardware.push_back(p.hardware);
@@ -195,7 +229,7 @@ void write_fleet_tables(ResultsFile& file, const RunRecorder& rec, const FleetCo
       gpus.push_back(p.gpus_per_instance);
       blocks.push_back(p.kv_blocks_per_instance);
       pbusy.push_back(l.busy_s);
-      gpu_s.push_back(p.size * p.gpus_per_instance * duration_s);
+      gpu_s.push_back(paid * p.gpus_per_instance);
       putil.push_back(l.utilization);
       kv_mean.push_back(l.kv_usage);
       batch.push_back(l.batch_size);

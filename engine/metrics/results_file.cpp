@@ -207,6 +207,25 @@ void ResultsFile::write_requests(const std::vector<RequestRecord>& unsorted) {
   add_column("requests", "reused_blocks", column<int32_t>(r, [](const R& x) { return x.reused_blocks; }));
 }
 
+void ResultsFile::write_autoscale(const std::vector<ScaleSample>& s) {
+  if (s.empty()) return;
+  using S = ScaleSample;
+  add_column("autoscale", "t", column<double>(s, [](const S& x) { return x.t; }));
+  add_column("autoscale", "pool", column<int32_t>(s, [](const S& x) { return x.pool; }));
+  add_column("autoscale", "active", column<int32_t>(s, [](const S& x) { return x.active; }));
+  add_column("autoscale", "starting", column<int32_t>(s, [](const S& x) { return x.starting; }));
+  add_column("autoscale", "draining", column<int32_t>(s, [](const S& x) { return x.draining; }));
+  add_column("autoscale", "desired", column<int32_t>(s, [](const S& x) { return x.desired; }));
+  add_column("autoscale", "signal", column<double>(s, [](const S& x) { return x.signal; }));
+  add_column("autoscale", "queue_depth", column<double>(s, [](const S& x) { return x.queue_depth; }));
+  add_column("autoscale", "active_seqs", column<double>(s, [](const S& x) { return x.active_seqs; }));
+  add_column("autoscale", "kv_usage", column<double>(s, [](const S& x) { return x.kv_usage; }));
+  add_column("autoscale", "gpu_util", column<double>(s, [](const S& x) { return x.gpu_util; }));
+  add_column("autoscale", "cpu_util", column<double>(s, [](const S& x) { return x.cpu_util; }));
+  add_column("autoscale", "request_rate", column<double>(s, [](const S& x) { return x.request_rate; }));
+  add_column("autoscale", "ttft_p95_s", column<double>(s, [](const S& x) { return x.ttft_p95; }));
+}
+
 void ResultsFile::write_cancelled(const std::vector<CancelRecord>& unsorted) {
   if (unsorted.empty()) return;
   std::vector<CancelRecord> r = unsorted;

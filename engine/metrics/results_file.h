@@ -61,6 +61,9 @@ class ResultsFile {
 
   void write_requests(const std::vector<RequestRecord>& requests);
   void write_steps(const std::vector<StepRecord>& steps);
+  // /autoscale: t, pool, active, starting, draining, desired, signal and every signal
+  // (autoscaled runs only; nothing when `samples` is empty).
+  void write_autoscale(const std::vector<ScaleSample>& samples);
   // /cancelled (see above); nothing when `cancelled` is empty.
   void write_cancelled(const std::vector<CancelRecord>& cancelled);
   // /events: t, event (name), request, instance, bytes (output.events).

@@ -16,6 +16,10 @@ const char* request_event_name(RequestEvent::Kind kind) {
     case RequestEvent::Kind::Finish: return "finish";
     case RequestEvent::Kind::Cancel: return "cancel";
     case RequestEvent::Kind::Fail: return "fail";
+    case RequestEvent::Kind::ReplicaStart: return "replica_start";
+    case RequestEvent::Kind::ReplicaReady: return "replica_ready";
+    case RequestEvent::Kind::ReplicaDrain: return "replica_drain";
+    case RequestEvent::Kind::ReplicaOff: return "replica_off";
   }
   return "?";
 }

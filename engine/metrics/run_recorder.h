@@ -51,6 +51,8 @@ class RunRecorder : public MetricsSink {
   void on_cancel(int instance, const Sequence& seq, double t, CancelReason reason) override;
   void on_kv_event(int instance, const KvEvent& event) override;
   void on_sample(const InstanceSample& sample) override;
+  void on_scale(const ScaleSample& sample) override { scale_.push_back(sample); }
+  const std::vector<ScaleSample>& scale_samples() const { return scale_; }
   void on_request_event(const RequestEvent& event) override;
 
   int64_t num_arrived() const { return num_arrived_; }
@@ -95,6 +97,7 @@ class RunRecorder : public MetricsSink {
   std::vector<CancelRecord> cancelled_;
   std::vector<StepRecord> steps_;
   std::vector<InstanceSample> samples_;
+  std::vector<ScaleSample> scale_;
   std::vector<double> busy_by_instance_, kv_block_s_by_instance_, seq_s_by_instance_;
   std::vector<std::vector<int32_t>> tokens_;
   std::vector<int64_t> token_owner_;

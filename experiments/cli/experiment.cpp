@@ -120,6 +120,7 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) 
   driver_setup.sink = result.recorder.get();
   driver_setup.log_events = config.output.events;
   driver_setup.model = &setup.model;
+  driver_setup.tensor_parallel = config.cost_model.tensor_parallel;
   driver_setup.disaggregated = !config.pools().empty() && result.mode != "simulated";
   std::unique_ptr<Driver> driver = config.resolved_driver().create(driver_setup);
   const EngineFactory make_engine = [&](int instance) {
@@ -157,6 +158,7 @@ void write_run_files(const std::string& dir, const RunConfig& config, const Opti
   ResultsFile file((fs::path(dir) / "results.h5").string());
   file.write_requests(result.recorder->requests());
   file.write_cancelled(result.recorder->cancelled());
+  file.write_autoscale(result.recorder->scale_samples());
   if (config.output.steps) file.write_steps(result.recorder->steps());
   if (config.output.tokens) file.write_tokens(result.recorder->output_token_ids(), result.recorder->output_tokens());
   file.write_summary(result.summary);
