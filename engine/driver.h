@@ -44,6 +44,7 @@ struct DriverSetup {
   bool log_events = false;                // report RequestEvents (output.events)
   const ModelConfig* model = nullptr;     // the model every engine runs (KV bytes per token, layers)
   int tensor_parallel = 1;                // of the fleet without pools (a new replica loads weights / TP per GPU)
+  std::vector<const ModelConfig*> pool_models;  // each pool's model, in order (empty: `model` for every pool)
   // Wall-clock drivers: instance 0 prefills and hands off, instance 1 decodes (run_disaggregated).
   bool disaggregated = false;
 };

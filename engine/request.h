@@ -44,6 +44,10 @@ struct Request {
   int64_t intent = -1;           // the question asked (-1: unknown): a cache answer is correct when intents match
   std::vector<float> embedding;  // unit-norm prompt embedding (empty: none)
   int request_class = -1;        // difficulty class, 0 the easiest (-1: none)
+  // Set by a model router (sim/model_router.h): the class whose pool serves it,
+  // and whether that pool's answer fails in quality (a model too small for it).
+  int routed_class = -1;
+  bool quality_failure = false;
 };
 
 }  // namespace testbed

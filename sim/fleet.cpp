@@ -110,8 +110,8 @@ Fleet::Fleet(std::vector<FleetPool> pools, FleetOptions options) : options_(opti
       }
     }
     if (pool->spec.takes_arrivals) {
-      if (ingress_) throw std::logic_error("Fleet: more than one pool takes arrivals");
-      ingress_ = pool.get();
+      if (ingress_ && !options_.model_routing.enabled()) throw std::logic_error("Fleet: more than one pool takes arrivals");
+      if (!ingress_) ingress_ = pool.get();
     }
     if (pool->spec.receives_handoffs) {
       if (decode_) throw std::logic_error("Fleet: more than one pool receives hand-offs");
@@ -124,6 +124,15 @@ Fleet::Fleet(std::vector<FleetPool> pools, FleetOptions options) : options_(opti
   if ((num_senders > 0) != (decode_ != nullptr))
     throw std::logic_error("Fleet: pools that hand off need exactly one pool that receives, and the other way round");
   routed_.assign(instances_.size(), 0);
+  if (options_.model_routing.enabled()) {
+    class_router_ = std::make_unique<ClassRouter>(options_.model_routing);
+    for (const std::string& name : options_.model_routing.pools()) {
+      auto it = std::find_if(pools_.begin(), pools_.end(), [&](const auto& p) { return p->spec.name == name; });
+      if (it == pools_.end() || !(*it)->spec.takes_arrivals || (*it)->spec.hands_off)
+        throw ConfigError("ingress.class_pools: no unified pool named '" + name + "'");
+      class_pools_.push_back(it->get());
+    }
+  }
   for (size_t p = 0; p < pools_.size(); ++p) {
     Pool& pool = *pools_[p];
     const AutoscaleConfig& a = pool.spec.autoscale;
@@ -250,12 +259,25 @@ const std::vector<InstanceLoad>& Fleet::loads(const Pool& pool) {
 }
 
 void Fleet::arrive(Request request, double now, bool restart) {
-  Pool& pool = *ingress_;
-  int local = 0;
   if (!restart) {
     log(RequestEvent::Kind::Arrival, now, request.id, -1);
     ++added_;
   }
+  Pool* chosen = ingress_;
+  if (class_router_) {
+    const int c = request.request_class;
+    if (c < 0 || c >= class_router_->num_classes())
+      throw ConfigError("ingress.model_router: request " + std::to_string(request.id) + " has class " +
+                        std::to_string(c) + "; the router knows classes 0.." +
+                        std::to_string(class_router_->num_classes() - 1) +
+                        " (workload.kind = semantic gives them: workload.class_weights)");
+    const int routed = class_router_->predict(request.id, c);
+    request.routed_class = routed;
+    request.quality_failure = class_router_->quality_failure(request.id, c, routed);
+    chosen = class_pools_[routed];
+  }
+  Pool& pool = *chosen;
+  int local = 0;
   const std::vector<InstanceLoad>& load = loads(pool);
   if (pool.spec.engines.size() > 1) {
     const int block_size = pool.spec.engines[0]->kv_cache().block_size();

@@ -41,6 +41,7 @@
 #include "sim/event_loop.h"
 #include "sim/faults.h"
 #include "sim/kv_link.h"
+#include "sim/model_router.h"
 #include "sim/pool.h"
 #include "sim/router.h"
 
@@ -88,6 +89,7 @@ struct FleetOptions {
   MetricsSink* sink = nullptr;  // samples, and request events when log_events
   bool log_events = false;
   FaultConfig faults;  // failures, stragglers, late KV events (sim/faults.h)
+  ModelRoutingConfig model_routing;  // several ingress pools, one per request class (sim/model_router.h)
 };
 
 class Fleet {
@@ -143,6 +145,8 @@ class Fleet {
   std::vector<std::unique_ptr<Instance>> instances_;
   std::vector<std::unique_ptr<EventForwarder>> forwarders_;
   Pool* ingress_ = nullptr;
+  std::vector<Pool*> class_pools_;  // model routing: the pool of each class
+  std::unique_ptr<ClassRouter> class_router_;
   Pool* decode_ = nullptr;
   FleetOptions options_;
   EventLoop loop_;

@@ -24,6 +24,7 @@ void PoolConfig::bind(OptionTable& t) {
   router.bind(t);
   link.bind(t);
   autoscale.bind(t);
+  t.add_path("model.config", &model_config, "the pool's model (config.json; default: the run's model.config)");
   t.pop_prefix();
 }
 
@@ -56,7 +57,7 @@ std::vector<std::string> pool_names(const std::vector<std::string>& keys) {
   return names;
 }
 
-void validate_pools(const std::vector<PoolConfig>& pools) {
+void validate_pools(const std::vector<PoolConfig>& pools, bool model_routed) {
   int ingress = 0, senders = 0, receivers = 0;
   const PoolConfig *sender = nullptr, *receiver = nullptr;
   for (const PoolConfig& pool : pools) {
@@ -67,6 +68,7 @@ void validate_pools(const std::vector<PoolConfig>& pools) {
   }
   if (pools.empty()) return;
   const std::string first = pools.front().prefix() + "role";
+  if (model_routed) return;  // ModelRoutingConfig::validate checks its pools
   require(ingress == 1, first,
           "a cluster has exactly one pool that takes arrivals (role unified or prefill); this one has " +
               std::to_string(ingress));

@@ -56,6 +56,7 @@ struct PoolConfig {
   RouterChoice router = router_choice();
   KvLinkConfig link;
   AutoscaleConfig autoscale;  // pool.NAME.autoscale.* (sim/autoscaler.h)
+  std::string model_config;   // pool.NAME.model.config: its own model (default: the run's model.config)
 
   std::string prefix() const { return "pool." + name + "."; }
   // The chosen role (throws ConfigError naming pool.NAME.role for an unknown one).
@@ -75,8 +76,9 @@ std::vector<std::string> pool_names(const std::vector<std::string>& keys);
 
 // The rules between pools (one pool takes arrivals; one receives when any
 // hands off, and none otherwise; equal block sizes across a hand-off; at most
-// kMaxInstances per pool); errors name the key.
-void validate_pools(const std::vector<PoolConfig>& pools);
+// kMaxInstances per pool); errors name the key. `model_routed`: a model router
+// (sim/model_router.h) sends arrivals to several unified pools.
+void validate_pools(const std::vector<PoolConfig>& pools, bool model_routed = false);
 
 // Runs f(); a ConfigError it throws is rethrown with `prefix` before its key,
 // so a pool's scheduler error reads "pool.decode.scheduler.max_num_seqs: ...".

@@ -14,6 +14,7 @@ void SimulatedDriverParams::bind(OptionTable& t) {
   link.bind(t);
   faults.bind(t);
   autoscale.bind(t);
+  model_routing.bind(t);
   for (PoolConfig& p : pools) p.bind(t);
 }
 
@@ -21,7 +22,14 @@ void SimulatedDriverParams::validate() const {
   fleet.validate();
   router.validate();
   link.validate();
-  validate_pools(pools);
+  validate_pools(pools, model_routing.enabled());
+  std::vector<std::string> names;
+  std::vector<bool> unified;
+  for (const PoolConfig& p : pools) {
+    names.push_back(p.name);
+    unified.push_back(p.takes_arrivals() && !p.hands_off_after_prefill());
+  }
+  model_routing.validate(names, unified);
   faults.validate(num_instances());
   if (pools.empty()) autoscale.validate(fleet.num_instances);
   else require(!autoscale.enabled(), "autoscale.policy", "with [pool.NAME] sections, autoscale each pool with pool.NAME.autoscale.*");
@@ -52,19 +60,21 @@ class SimulatedDriver : public Driver {
     const auto wall0 = std::chrono::steady_clock::now();  // the simulation, not the engines' construction
     std::vector<FleetPool> pools;
     // A new replica's start-up: the fixed part, then its weights per GPU at the load bandwidth.
-    const auto startup_s = [&](const AutoscaleConfig& a, int tensor_parallel) {
-      const double bytes = setup_.model ? weight_bytes_per_gpu(*setup_.model, tensor_parallel) : 0.0;
+    const auto startup_s = [&](const AutoscaleConfig& a, int tensor_parallel, const ModelConfig* model) {
+      const double bytes = model ? weight_bytes_per_gpu(*model, tensor_parallel) : 0.0;
       return a.start_s + bytes / (a.load_gb_s * 1e9);
     };
     if (p_.pools.empty()) {
       FleetPool pool;
       for (auto& e : engines) pool.engines.push_back(e.get());
       pool.autoscale = p_.autoscale;
-      pool.startup_s = startup_s(p_.autoscale, setup_.tensor_parallel);
+      pool.startup_s = startup_s(p_.autoscale, setup_.tensor_parallel, setup_.model);
       pools.push_back(std::move(pool));
     }
     int next = 0;
-    for (const PoolConfig& c : p_.pools) {
+    for (size_t k = 0; k < p_.pools.size(); ++k) {
+      const PoolConfig& c = p_.pools[k];
+      const ModelConfig* model = k < setup_.pool_models.size() ? setup_.pool_models[k] : setup_.model;
       FleetPool pool;
       pool.name = c.name;
       pool.takes_arrivals = c.takes_arrivals();
@@ -73,11 +83,11 @@ class SimulatedDriver : public Driver {
       for (int k = 0; k < c.size; ++k) pool.engines.push_back(engines[next++].get());
       pool.link = c.link;
       pool.autoscale = c.autoscale;
-      pool.startup_s = startup_s(c.autoscale, c.cost_model.tensor_parallel);
+      pool.startup_s = startup_s(c.autoscale, c.cost_model.tensor_parallel, model);
       pool.tensor_parallel = c.cost_model.tensor_parallel;
-      if (setup_.model) {
-        pool.kv_bytes_per_token = static_cast<double>(setup_.model->kv_bytes_per_token(activation_bytes(*setup_.model)));
-        pool.num_layers = setup_.model->num_layers;
+      if (model) {
+        pool.kv_bytes_per_token = static_cast<double>(model->kv_bytes_per_token(activation_bytes(*model)));
+        pool.num_layers = model->num_layers;
       }
       pools.push_back(std::move(pool));
     }
@@ -92,6 +102,7 @@ class SimulatedDriver : public Driver {
     options.sink = setup_.sink;
     options.log_events = setup_.log_events;
     options.faults = p_.faults;
+    options.model_routing = p_.model_routing;
     Fleet fleet(std::move(pools), options);
     const SimulationStats sim = fleet.run(source, progress);
     DriverStats stats;

@@ -12,6 +12,7 @@
 #include "sim/autoscaler.h"
 #include "sim/faults.h"
 #include "sim/fleet.h"
+#include "sim/model_router.h"
 #include "sim/pool.h"
 #include "sim/router.h"
 
@@ -25,6 +26,7 @@ struct SimulatedDriverParams : ParamsOf<SimulatedDriverParams> {
   KvLinkConfig link;  // link.*: what pool.NAME.link.* inherits
   FaultConfig faults;  // fault.* (sim/faults.h)
   AutoscaleConfig autoscale;  // autoscale.* of the fleet without pools (a pool's: pool.NAME.autoscale.*)
+  ModelRoutingConfig model_routing;  // ingress.model_router and its keys (sim/model_router.h)
   std::vector<PoolConfig> pools;
   void bind(OptionTable& table) override;
   void validate() const override;

@@ -140,6 +140,7 @@ void add_fleet_metrics(const RunRecorder& rec, const FleetCostFacts& f, Summary&
   if (priced) {
     s.set("cost_usd", usd);
     s.set("usd_per_million_output_tokens", output_tokens > 0 ? usd / output_tokens * 1e6 : NAN);
+    s.set("usd_per_request", finished > 0 ? usd / finished : NAN);  // cost per generation
   }
   if (powered) {
     s.set("energy_kwh", kwh);

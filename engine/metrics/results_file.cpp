@@ -188,6 +188,12 @@ void ResultsFile::write_requests(const std::vector<RequestRecord>& unsorted) {
   add_column("requests", "cached_tokens", column<int32_t>(r, [](const R& x) { return x.cached_tokens; }));
   add_column("requests", "output_tokens", column<int32_t>(r, [](const R& x) { return x.output_tokens; }));
   add_column("requests", "preemptions", column<int32_t>(r, [](const R& x) { return x.preemptions; }));
+  // Model-routed runs only.
+  if (std::any_of(r.begin(), r.end(), [](const R& x) { return x.routed_class >= 0; })) {
+    add_column("requests", "request_class", column<int32_t>(r, [](const R& x) { return x.request_class; }));
+    add_column("requests", "routed_class", column<int32_t>(r, [](const R& x) { return x.routed_class; }));
+    add_column("requests", "quality_failure", column<int32_t>(r, [](const R& x) { return x.quality_failure ? 1 : 0; }));
+  }
   // Runs with failures only.
   if (std::any_of(r.begin(), r.end(), [](const R& x) { return x.restarts > 0; }))
     add_column("requests", "restarts", column<int32_t>(r, [](const R& x) { return x.restarts; }));

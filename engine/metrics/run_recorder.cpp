@@ -78,6 +78,9 @@ void RunRecorder::on_finish(int instance, const Sequence& seq, double t) {
   r.output_tokens = seq.num_output_tokens();
   r.preemptions = seq.num_preemptions;
   r.restarts = seq.request().restarts;
+  r.request_class = seq.request().request_class;
+  r.routed_class = seq.request().routed_class;
+  r.quality_failure = seq.request().quality_failure;
   r.spec_drafted = seq.spec_drafted;
   r.spec_accepted = seq.spec_accepted;
   r.spec_steps = seq.spec_steps;

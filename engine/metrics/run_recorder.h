@@ -16,6 +16,8 @@ struct RequestRecord {
   double arrival_s = 0, first_token_s = 0, finish_s = 0;
   int32_t prompt_tokens = 0, cached_tokens = 0, output_tokens = 0, preemptions = 0;
   int32_t restarts = 0;  // times it started over because its instance failed
+  int32_t request_class = -1, routed_class = -1;  // model routing: its class, the class of the pool that served it
+  bool quality_failure = false;
   // Disaggregated runs: the prefill instance (-1: none, `instance` did it all),
   // back-pressure wait (first token -> transfer start), transfer time and size.
   int32_t prefill_instance = -1;

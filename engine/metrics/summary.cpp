@@ -123,6 +123,20 @@ Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& sl
   s.set("meets_slo", attained >= slo.attainment ? 1.0 : 0.0);
   s.set("preemptions", preemptions);
   s.set("restarts", restarts);  // finished requests' restarts after instance failures
+  // Model routing: the share of requests a lower class's pool served, and of quality failures.
+  int64_t routed = 0, below = 0, above = 0, failed = 0;
+  for (const RequestRecord& r : reqs) {
+    if (r.routed_class < 0) continue;
+    ++routed;
+    below += r.routed_class < r.request_class;
+    above += r.routed_class > r.request_class;
+    failed += r.quality_failure;
+  }
+  if (routed > 0) {
+    s.set("routed_below_class_share", static_cast<double>(below) / routed);
+    s.set("routed_above_class_share", static_cast<double>(above) / routed);
+    s.set("quality_failure_rate", static_cast<double>(failed) / routed);
+  }
   if (rec.spec_drafted() > 0) {  // speculative runs only
     s.set("spec_acceptance_rate", static_cast<double>(rec.spec_accepted()) / rec.spec_drafted());
     s.set("spec_tokens_per_step",

@@ -104,13 +104,25 @@ int RunSetup::num_instances() const {
 
 RunSetup prepare_run(const RunConfig& config) {
   RunSetup s;
-  s.model = ModelConfig::from_json_file(require_file("model.config", config.model.config));
-  if (config.model.precision != "auto") s.model.precision = config.model.precision;
-  s.model.quant_group_size = config.model.quant_group_size;
-  s.model.quant_method = config.model.quantization;
+  // model.precision and the quantization keys apply to every model of the run.
+  const auto load_model = [&](const std::string& key, const std::string& path) {
+    ModelConfig m = ModelConfig::from_json_file(require_file(key, path));
+    if (config.model.precision != "auto") m.precision = config.model.precision;
+    m.quant_group_size = config.model.quant_group_size;
+    m.quant_method = config.model.quantization;
+    return m;
+  };
+  s.model = load_model("model.config", config.model.config);
   static_cast<InstanceSetup&>(s) = prepare_instances(config, s.model, config.engine, config.cost_model);
   for (const PoolConfig& p : config.pools()) {
-    with_key_prefix(p.prefix(), [&] { s.pools.push_back(prepare_instances(config, s.model, p.engine, p.cost_model)); });
+    // A pool of its own model (model routing): the same tokenizer, so one workload's tokens fit every pool.
+    const bool own = !p.model_config.empty() && p.model_config != config.model.config;
+    const ModelConfig model = own ? load_model(p.prefix() + "model.config", p.model_config) : s.model;
+    if (own)
+      require(model.vocab_size == s.model.vocab_size, p.prefix() + "model.config",
+              "has vocabulary " + std::to_string(model.vocab_size) + ", the run's model.config " +
+                  std::to_string(s.model.vocab_size) + ": pools must share a tokenizer");
+    with_key_prefix(p.prefix(), [&] { s.pools.push_back(prepare_instances(config, model, p.engine, p.cost_model)); });
     s.pools.back().engine.hand_off_after_prefill = p.hands_off_after_prefill();
     s.pools.back().engine.key_prefix = p.prefix();
     for (int k = 0; k < p.size; ++k) s.pool_of_instance.push_back(static_cast<int>(s.pools.size()) - 1);

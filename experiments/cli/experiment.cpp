@@ -121,6 +121,7 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) 
   driver_setup.log_events = config.output.events;
   driver_setup.model = &setup.model;
   driver_setup.tensor_parallel = config.cost_model.tensor_parallel;
+  for (const InstanceSetup& pool : setup.pools) driver_setup.pool_models.push_back(&pool.executor.model);
   driver_setup.disaggregated = !config.pools().empty() && result.mode != "simulated";
   std::unique_ptr<Driver> driver = config.resolved_driver().create(driver_setup);
   const EngineFactory make_engine = [&](int instance) {
