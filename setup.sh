@@ -18,7 +18,7 @@ cd "$(dirname "$0")"
 BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
 PACKAGES="cmake make g++ libeigen3-dev libboost-program-options-dev libhdf5-dev catch2 libbenchmark-dev
-          nlohmann-json3-dev python3-matplotlib python3-h5py"
+          nlohmann-json3-dev python3-matplotlib python3-h5py libhnswlib-dev"
 # For the tests only: a real Slurm for the sweep's slurm backend (tests/slurm/).
 TEST_PACKAGES="slurmctld slurmd slurm-client munge"
 
