@@ -54,7 +54,7 @@ struct ScaleSample {
 // (the bracketed ones only when a prefill pool hands the request to a decode pool).
 struct RequestEvent {
   enum class Kind { Arrival, Route, FirstToken, PrefillDone, DecodeRoute, TransferStart, TransferDone, Finish, Cancel, Fail,
-                    ReplicaStart, ReplicaReady, ReplicaDrain, ReplicaOff };
+                    ReplicaStart, ReplicaReady, ReplicaDrain, ReplicaOff, CacheAnswer };
   Kind kind = Kind::Arrival;
   double t = 0.0;
   int64_t request = 0;
@@ -82,6 +82,9 @@ class MetricsSink {
   // once when proposed tokens were accepted); gap_s since the previous delivery.
   virtual void on_token(int /*instance*/, const Sequence& /*seq*/, double /*t*/, double /*gap_s*/) {}
   virtual void on_finish(int /*instance*/, const Sequence& /*seq*/, double /*t*/) {}
+  // The ingress answered `request` from its response cache at t (sim/semantic_cache.h):
+  // an arrival and a finish in one, no engine involved. `correct`: the answer's intent is the request's.
+  virtual void on_cache_answer(const Request& /*request*/, double /*t*/, bool /*semantic*/, bool /*correct*/) {}
   // The request left unfinished at t: its blocks are free.
   virtual void on_cancel(int /*instance*/, const Sequence& /*seq*/, double /*t*/, CancelReason /*reason*/) {}
   virtual void on_kv_event(int /*instance*/, const KvEvent& /*event*/) {}

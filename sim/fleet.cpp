@@ -8,6 +8,7 @@
 #include "engine/common/option_table.h"
 #include "engine/metrics/summary.h"
 #include "sim/instance_set.h"
+#include "sim/semantic_cache.h"
 
 namespace testbed {
 
@@ -263,6 +264,37 @@ void Fleet::arrive(Request request, double now, bool restart) {
     log(RequestEvent::Kind::Arrival, now, request.id, -1);
     ++added_;
   }
+  if (options_.semantic_cache.enabled && !restart) {
+    if (!cache_) cache_ = std::make_unique<SemanticCache>(options_.semantic_cache, static_cast<int>(request.embedding.size()));
+    SemanticCache::Lookup hit;
+    try {
+      hit = cache_->lookup(request.prompt, request.embedding, now);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError("workload: request " + std::to_string(request.id) + ": " + e.what());
+    }
+    const double lookup_s = options_.semantic_cache.lookup_s;
+    auto shared = std::make_shared<Request>(std::move(request));
+    if (hit.is_hit()) {
+      // Answered by the ingress after the lookup; no engine sees it.
+      const bool semantic = hit.kind == SemanticCache::Lookup::Kind::Semantic;
+      const bool correct = shared->intent < 0 || hit.intent == shared->intent;
+      loop_.at(now + lookup_s, kRankTransfer, [this, shared, semantic, correct](double t) {
+        if (options_.sink) options_.sink->on_cache_answer(*shared, t, semantic, correct);
+        log(RequestEvent::Kind::CacheAnswer, t, shared->id, -1);
+        ++finished_;
+      });
+      return;
+    }
+    // A miss reaches the router after the lookup: a front-end delay like frontend.request_s.
+    shared->arrival_s += lookup_s;
+    shared->frontend_s += lookup_s;
+    loop_.at(now + lookup_s, kRankArrival, [this, shared](double t) { place(std::move(*shared), t); });
+    return;
+  }
+  place(std::move(request), now);
+}
+
+void Fleet::place(Request request, double now) {
   Pool* chosen = ingress_;
   if (class_router_) {
     const int c = request.request_class;
@@ -393,6 +425,13 @@ void Fleet::end_step(int i, double end) {
     }
   finished_ += out.num_finished;
   cancelled_ += out.num_cancelled;
+  if (cache_)  // the answer exists now: later askers of this question may get it
+    for (const SeqOutcome& o : out.seqs)
+      if (o.finished) {
+        const Sequence& seq = *o.seq;
+        prompt_buffer_.assign(seq.tokens().begin(), seq.tokens().begin() + seq.num_prompt_tokens());
+        cache_->insert(prompt_buffer_, seq.request().embedding, seq.request().intent, end);
+      }
   if (!out.handed_off.empty()) {
     if (!pools_[inst.pool]->spec.hands_off)
       throw std::logic_error("fleet: instance " + std::to_string(i) + " handed a sequence off outside a prefill pool");

@@ -5,7 +5,9 @@
 // A request's life, each step a named event (RequestEvent, in the results'
 // /events with output.events = true) at its rank in the loop (sim/event_loop.h):
 //
-//   arrival      (kRankArrival)   the request reaches the ingress pool
+//   arrival      (kRankArrival)   the request reaches the ingress
+//   cache_answer (kRankTransfer)  the ingress's response cache answers it, ingress.lookup_s
+//                                 later (a miss reaches the router that much later)
 //   route                         its router picks the instance
 //   first_token  (kRankStepEnd)   the step that completes the prefill ends
 //   prefill_done                  a prefill instance hands the sequence off: its
@@ -42,6 +44,7 @@
 #include "sim/faults.h"
 #include "sim/kv_link.h"
 #include "sim/model_router.h"
+#include "sim/semantic_cache.h"
 #include "sim/pool.h"
 #include "sim/router.h"
 
@@ -90,6 +93,7 @@ struct FleetOptions {
   bool log_events = false;
   FaultConfig faults;  // failures, stragglers, late KV events (sim/faults.h)
   ModelRoutingConfig model_routing;  // several ingress pools, one per request class (sim/model_router.h)
+  SemanticCacheConfig semantic_cache;  // the ingress's response cache (sim/semantic_cache.h)
 };
 
 class Fleet {
@@ -117,6 +121,8 @@ class Fleet {
   void pull_next_arrival();
   // `restart`: a request started over after its instance failed (not a new arrival).
   void arrive(Request request, double now, bool restart = false);
+  // Model routing and instance routing: the request enters an engine.
+  void place(Request request, double now);
   void fail(int i, double now);
   // Reports a request that can be served nowhere (every instance failed) as lost.
   void lose(Request request, double now);
@@ -147,6 +153,8 @@ class Fleet {
   Pool* ingress_ = nullptr;
   std::vector<Pool*> class_pools_;  // model routing: the pool of each class
   std::unique_ptr<ClassRouter> class_router_;
+  std::unique_ptr<SemanticCache> cache_;  // made at the first arrival (its embedding size is the cache's)
+  std::vector<int32_t> prompt_buffer_;
   Pool* decode_ = nullptr;
   FleetOptions options_;
   EventLoop loop_;

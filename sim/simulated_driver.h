@@ -13,6 +13,7 @@
 #include "sim/faults.h"
 #include "sim/fleet.h"
 #include "sim/model_router.h"
+#include "sim/semantic_cache.h"
 #include "sim/pool.h"
 #include "sim/router.h"
 
@@ -27,6 +28,7 @@ struct SimulatedDriverParams : ParamsOf<SimulatedDriverParams> {
   FaultConfig faults;  // fault.* (sim/faults.h)
   AutoscaleConfig autoscale;  // autoscale.* of the fleet without pools (a pool's: pool.NAME.autoscale.*)
   ModelRoutingConfig model_routing;  // ingress.model_router and its keys (sim/model_router.h)
+  SemanticCacheConfig semantic_cache;  // ingress.semantic_cache and its keys (sim/semantic_cache.h)
   std::vector<PoolConfig> pools;
   void bind(OptionTable& table) override;
   void validate() const override;

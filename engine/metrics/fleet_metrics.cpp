@@ -80,11 +80,16 @@ PoolLoad pool_load(const RunRecorder& rec, const PoolFacts& p, double paid_s) {
 
 void add_fleet_metrics(const RunRecorder& rec, const FleetCostFacts& f, Summary& s) {
   std::vector<double> requests(f.num_instances, 0.0), busy(f.num_instances, 0.0);
-  double cached = 0, output_tokens = 0;
+  double cached = 0, output_tokens = 0, engine_served = 0, cache_answers = 0;
   for (const RequestRecord& r : rec.requests()) {
-    requests[r.instance] += 1;
     cached += r.cached_tokens;
-    output_tokens += r.output_tokens;
+    output_tokens += r.output_tokens;  // cache answers' too: the client received them
+    if (r.instance < 0) {  // answered by the ingress cache
+      ++cache_answers;
+      continue;
+    }
+    ++engine_served;
+    requests[r.instance] += 1;
   }
   for (size_t i = 0; i < rec.busy_by_instance().size() && i < busy.size(); ++i) busy[i] = rec.busy_by_instance()[i];
   s.set("load_imbalance_requests", max_over_mean(requests));
@@ -125,6 +130,9 @@ void add_fleet_metrics(const RunRecorder& rec, const FleetCostFacts& f, Summary&
   }
   const double busy_per_request = finished > 0 ? busy_gpu_s / finished : NAN;
   s.set("busy_gpu_seconds_per_request", busy_per_request);
+  // The ingress cache's answers, each priced at an engine-served request's mean busy GPU time.
+  if (cache_answers > 0)
+    s.set("ingress_gpu_seconds_saved", engine_served > 0 ? cache_answers * busy_gpu_s / engine_served : NAN);
   s.set("gpu_hours_per_day", busy_per_request * f.requests_per_day / 3600.0);
 
   // Cost and energy, when every pool's hardware states them.
@@ -180,6 +188,7 @@ void write_fleet_tables(ResultsFile& file, const RunRecorder& rec, const FleetCo
   std::vector<int64_t> requests(n, 0), prompt(n, 0), cached(n, 0), prefilled(n, 0);
   std::vector<std::vector<double>> ttft(n), e2e(n);
   for (const RequestRecord& r : rec.requests()) {
+    if (r.instance < 0) continue;  // answered by the ingress cache
     ++requests[r.instance];
     prompt[r.instance] += r.prompt_tokens;
     cached[r.instance] += r.cached_tokens;

@@ -188,6 +188,11 @@ void ResultsFile::write_requests(const std::vector<RequestRecord>& unsorted) {
   add_column("requests", "cached_tokens", column<int32_t>(r, [](const R& x) { return x.cached_tokens; }));
   add_column("requests", "output_tokens", column<int32_t>(r, [](const R& x) { return x.output_tokens; }));
   add_column("requests", "preemptions", column<int32_t>(r, [](const R& x) { return x.preemptions; }));
+  // Runs with an ingress cache only.
+  if (std::any_of(r.begin(), r.end(), [](const R& x) { return x.answered_by > 0; })) {
+    add_column("requests", "answered_by", column<int32_t>(r, [](const R& x) { return x.answered_by; }));
+    add_column("requests", "false_hit", column<int32_t>(r, [](const R& x) { return x.false_hit ? 1 : 0; }));
+  }
   // Model-routed runs only.
   if (std::any_of(r.begin(), r.end(), [](const R& x) { return x.routed_class >= 0; })) {
     add_column("requests", "request_class", column<int32_t>(r, [](const R& x) { return x.request_class; }));

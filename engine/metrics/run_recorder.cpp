@@ -20,6 +20,7 @@ const char* request_event_name(RequestEvent::Kind kind) {
     case RequestEvent::Kind::ReplicaReady: return "replica_ready";
     case RequestEvent::Kind::ReplicaDrain: return "replica_drain";
     case RequestEvent::Kind::ReplicaOff: return "replica_off";
+    case RequestEvent::Kind::CacheAnswer: return "cache_answer";
   }
   return "?";
 }
@@ -34,7 +35,7 @@ const char* cancel_reason_name(CancelReason reason) {
 }
 
 double RequestRecord::tpot_s() const {
-  return output_tokens > 1 ? (finish_s - first_token_s) / (output_tokens - 1) : NAN;
+  return output_tokens > 1 && answered_by == 0 ? (finish_s - first_token_s) / (output_tokens - 1) : NAN;
 }
 
 void RunRecorder::on_arrival(int, const Sequence&, double) {
@@ -112,6 +113,22 @@ void RunRecorder::on_cancel(int instance, const Sequence& seq, double t, CancelR
   r.output_tokens = seq.num_output_tokens();
   r.reason = reason;
   cancelled_.push_back(r);
+}
+
+void RunRecorder::on_cache_answer(const Request& q, double t, bool semantic, bool correct) {
+  ++num_arrived_;
+  RequestRecord r;
+  r.id = q.id;
+  r.instance = -1;
+  r.arrival_s = q.arrival_s - q.frontend_s;
+  r.first_token_s = t;
+  r.finish_s = t;
+  r.prompt_tokens = static_cast<int32_t>(q.prompt.size());
+  r.output_tokens = q.max_output_tokens;  // the cached answer, delivered at once
+  r.request_class = q.request_class;
+  r.answered_by = semantic ? 2 : 1;
+  r.false_hit = semantic && !correct;
+  requests_.push_back(r);
 }
 
 void RunRecorder::on_kv_event(int, const KvEvent& event) {

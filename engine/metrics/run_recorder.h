@@ -18,6 +18,9 @@ struct RequestRecord {
   int32_t restarts = 0;  // times it started over because its instance failed
   int32_t request_class = -1, routed_class = -1;  // model routing: its class, the class of the pool that served it
   bool quality_failure = false;
+  // Answered by the ingress cache (instance -1): 1 exact, 2 semantic; false_hit: a semantic answer of another intent.
+  int32_t answered_by = 0;
+  bool false_hit = false;
   // Disaggregated runs: the prefill instance (-1: none, `instance` did it all),
   // back-pressure wait (first token -> transfer start), transfer time and size.
   int32_t prefill_instance = -1;
@@ -27,7 +30,7 @@ struct RequestRecord {
   int32_t spec_drafted = 0, spec_accepted = 0, spec_steps = 0;  // speculative decoding: drafts verified / accepted, steps
   double ttft_s() const { return first_token_s - arrival_s; }
   double e2e_s() const { return finish_s - arrival_s; }
-  // Time per output token after the first; NaN for one-token outputs.
+  // Time per output token after the first; NaN for one-token outputs and cache answers.
   double tpot_s() const;
 };
 
@@ -51,6 +54,7 @@ class RunRecorder : public MetricsSink {
   void on_token(int instance, const Sequence& seq, double t, double gap_s) override;
   void on_finish(int instance, const Sequence& seq, double t) override;
   void on_cancel(int instance, const Sequence& seq, double t, CancelReason reason) override;
+  void on_cache_answer(const Request& request, double t, bool semantic, bool correct) override;
   void on_kv_event(int instance, const KvEvent& event) override;
   void on_sample(const InstanceSample& sample) override;
   void on_scale(const ScaleSample& sample) override { scale_.push_back(sample); }

@@ -123,6 +123,19 @@ Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& sl
   s.set("meets_slo", attained >= slo.attainment ? 1.0 : 0.0);
   s.set("preemptions", preemptions);
   s.set("restarts", restarts);  // finished requests' restarts after instance failures
+  // The ingress cache: answers by kind over every request that arrived.
+  int64_t exact = 0, semantic = 0, false_hits = 0;
+  for (const RequestRecord& r : reqs) {
+    exact += r.answered_by == 1;
+    semantic += r.answered_by == 2;
+    false_hits += r.false_hit;
+  }
+  if (exact + semantic > 0) {
+    const double n = static_cast<double>(rec.num_arrived());
+    s.set("ingress_exact_hit_rate", exact / n);
+    s.set("ingress_semantic_hit_rate", semantic / n);
+    s.set("ingress_false_hit_rate", false_hits / n);
+  }
   // Model routing: the share of requests a lower class's pool served, and of quality failures.
   int64_t routed = 0, below = 0, above = 0, failed = 0;
   for (const RequestRecord& r : reqs) {
