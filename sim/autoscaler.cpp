@@ -33,7 +33,7 @@ void AutoscaleConfig::bind(OptionTable& t) {
   t.add("autoscale.initial_replicas", &initial_replicas, "replicas serving at t = 0 (0: min_replicas)");
   t.add("autoscale.interval_s", &interval_s, "seconds between evaluations");
   t.add("autoscale.window_s", &window_s, "seconds of history a signal averages");
-  t.add("autoscale.cooldown_s", &cooldown_s, "no scale-down sooner than this after the last change");
+  t.add("autoscale.cooldown_s", &cooldown_s, "scale-down stabilisation: never below the highest recommendation of this long");
   t.add("autoscale.start_s", &start_s, "fixed start-up seconds of a new replica (plus its weights' load time)");
   t.add("autoscale.load_gb_s", &load_gb_s, "weight-load bandwidth per GPU, GB/s, of a new replica");
 }

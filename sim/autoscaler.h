@@ -21,7 +21,8 @@
 // A new replica serves after autoscale.start_s + weights / autoscale.load_gb_s
 // (its weights loaded at that bandwidth per GPU); a removed one drains first
 // (takes no request, finishes its own) and then goes off with its cache
-// cleared. Scale-down waits autoscale.cooldown_s after the last change. In a
+// cleared. Scale-down never goes below the highest recommendation of the last
+// autoscale.cooldown_s (HPA's scale-down stabilisation window, 300 s there). In a
 // config: [autoscale] for the fleet of fleet.num_instances, or
 // pool.NAME.autoscale.* per pool; the pool's size is its most replicas.
 #pragma once
@@ -60,7 +61,7 @@ struct AutoscaleConfig {
   int min_replicas = 1;
   int max_replicas = 0;      // 0: the pool's size
   int initial_replicas = 0;  // 0: min_replicas
-  double interval_s = 10.0, window_s = 30.0, cooldown_s = 60.0;
+  double interval_s = 10.0, window_s = 30.0, cooldown_s = 120.0;
   double start_s = 30.0;    // fixed start-up (container, runtime, warm-up)
   double load_gb_s = 2.0;   // weight-load bandwidth per GPU (GB/s)
 

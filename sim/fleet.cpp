@@ -62,7 +62,7 @@ struct Fleet::Pool {
   std::deque<Tick> ticks;
   std::deque<double> arrivals;                    // times, within the window
   std::deque<std::pair<double, double>> ttfts;    // (first token time, TTFT), within the window
-  double last_change_s = -1e300;
+  std::deque<std::pair<double, int>> recommendations;  // (time, desired), within autoscale.cooldown_s
 };
 
 // Hands one instance's KV events to its pool's router, tagged with its index
@@ -597,11 +597,17 @@ void Fleet::evaluate(int p, double now) {
   const int current = active + starting;
   const double signal = s.get(a.signal);
   int desired = std::max(a.min_replicas, std::min(a.max_for(size), pool.policy->desired(current, signal)));
-  // Scale-down waits out the cooldown since the last change (HPA's stabilisation window).
-  if (desired < current && now - pool.last_change_s < a.cooldown_s) desired = current;
+  // Scale-down goes no lower than the highest recommendation of the last
+  // cooldown_s (HPA's scale-down stabilisation window): one quiet moment does not empty the pool.
+  pool.recommendations.emplace_back(now, desired);
+  while (pool.recommendations.front().first <= now - a.cooldown_s) pool.recommendations.pop_front();
+  if (desired < current) {
+    int highest = desired;
+    for (const auto& r : pool.recommendations) highest = std::max(highest, r.second);
+    desired = std::min(current, highest);
+  }
   if (desired > current) scale_up(pool, desired - current, now);
   if (desired < current) scale_down(pool, current - desired, now);
-  if (desired != current) pool.last_change_s = now;
   report_scale(p, now, desired, signal, s);
   (void)draining;
   if (requests_outstanding()) loop_.at(now + a.interval_s, kRankControl, [this, p](double t) { evaluate(p, t); });
