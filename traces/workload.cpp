@@ -23,6 +23,7 @@ void WorkloadConfig::bind(OptionTable& t) {
   t.add("workload.cancel_fraction", &cancel_fraction, "share of requests whose client disconnects before the end");
   t.add("workload.cancel_after", &cancel_after, "time | tokens: a disconnect after a time or after output tokens");
   t.add("workload.cancel_mean", &cancel_mean, "mean of the exponential disconnect time (s) or token count");
+  intents.bind(t);
 }
 
 const WorkloadParams& WorkloadConfig::params() const {
@@ -44,6 +45,9 @@ void WorkloadConfig::validate() const {
   require(cancel_after == "time" || cancel_after == "tokens", "workload.cancel_after",
           "must be time or tokens, got '" + cancel_after + "'");
   require(cancel_mean > 0 && std::isfinite(cancel_mean), "workload.cancel_mean", "must be positive and finite");
+  intents.validate();
+  require(!(intents.is_overlay() && params().sets_intents()), "workload.intents",
+          "overlay is for kinds without intents; workload.kind = " + kind.name + " sets its own (use none)");
   require(params().max_sequence_tokens(*this) < (int64_t{1} << 30), "workload.kind",
           "'" + kind.name + "' sequences would exceed 2^30 tokens; check the length keys");
 }
@@ -85,6 +89,8 @@ std::optional<Request> CancellingSource::next() {
 std::unique_ptr<RequestSource> make_workload(const WorkloadConfig& config, const WorkloadContext& context) {
   config.validate();
   std::unique_ptr<RequestSource> source = config.kind.create(config, context);
+  if (config.intents.is_overlay())
+    source = std::make_unique<IntentOverlay>(std::move(source), config.intents, config.seed);
   if (config.cancel_fraction > 0) source = std::make_unique<CancellingSource>(std::move(source), config);
   return source;
 }

@@ -15,6 +15,7 @@
 #include "engine/common/registry.h"
 #include "engine/request.h"
 #include "engine/request_source.h"
+#include "traces/intents.h"
 
 namespace testbed {
 
@@ -35,6 +36,9 @@ struct WorkloadParams : Params {
   // Leading prompt tokens most requests share (a system prompt, a customer
   // prefix), 0 when unknown: profiles lay out KV the way prefix caching shares it.
   virtual int shared_prefix_tokens() const { return 0; }
+  // Whether the kind sets Request.intent, .embedding and .request_class itself
+  // (semantic): workload.intents = overlay is then an error.
+  virtual bool sets_intents() const { return false; }
 };
 
 using WorkloadRegistry = Registry<RequestSource, const WorkloadConfig&, const WorkloadContext&>;
@@ -55,6 +59,9 @@ struct WorkloadConfig {
   std::string cancel_after = "time";
   double cancel_mean = 1.0;
   uint64_t seed = 1;
+  // workload.intents and the intent keys (traces/intents.h): the overlay's and
+  // the semantic kind's, bound here once so both read the same keys.
+  IntentParams intents;
 
   // Registers workload.* and every kind's keys (trace.* among them).
   void bind(OptionTable& table);
@@ -92,7 +99,8 @@ class CancellingSource : public RequestSource {
   uint64_t state_;
 };
 
-// The chosen kind's source, wrapped in a CancellingSource when workload.cancel_fraction > 0.
+// The chosen kind's source, wrapped in an IntentOverlay when workload.intents =
+// overlay, then in a CancellingSource when workload.cancel_fraction > 0.
 std::unique_ptr<RequestSource> make_workload(const WorkloadConfig& config, const WorkloadContext& context);
 
 }  // namespace testbed
