@@ -32,6 +32,11 @@ struct TraceParams : ParamsOf<TraceParams, WorkloadParams> {
   int64_t max_requests = 0;        // 0 = every row
   std::string arrivals = "trace";  // trace | poisson | gamma | constant (generated at workload.rate)
   int output_tokens = 0;           // > 0 overrides every row's output length
+  // An application's system prompt: the first min(N, input - 1) prompt tokens
+  // of every request are one shared sequence (for traces without prefix
+  // information, Azure and BurstGPT; lengths stay the trace's).
+  int system_prompt_tokens = 0;
+  int shared_prefix_tokens() const override { return system_prompt_tokens; }
   void bind(OptionTable& t) override {
     format.bind(t);
     t.add_path("trace.path", &path, "trace file (workload.kind = trace)");
@@ -39,6 +44,8 @@ struct TraceParams : ParamsOf<TraceParams, WorkloadParams> {
     t.add("trace.max_requests", &max_requests, "stop after this many requests (0: all)");
     t.add("trace.arrivals", &arrivals, "trace | poisson | gamma | constant (at workload.rate)");
     t.add("trace.output_tokens", &output_tokens, "output length of every request (0: from trace)");
+    t.add("trace.system_prompt_tokens", &system_prompt_tokens,
+          "leading prompt tokens every request shares (a system prompt; 0: none)");
   }
   void validate() const override {
     format.validate();
@@ -47,6 +54,8 @@ struct TraceParams : ParamsOf<TraceParams, WorkloadParams> {
     require(arrivals == "trace" || arrivals == "poisson" || arrivals == "gamma" || arrivals == "constant",
             "trace.arrivals", "unknown arrivals '" + arrivals + "' (known: constant, gamma, poisson, trace)");
     require(output_tokens >= 0, "trace.output_tokens", "must be >= 0 (0 = from the trace)");
+    require(system_prompt_tokens >= 0 && system_prompt_tokens <= (1 << 24), "trace.system_prompt_tokens",
+            "must be in [0, 2^24]");
   }
   void validate_selected() const override {
     require(!path.empty(), "trace.path", "workload.kind = trace needs a trace file");
@@ -79,6 +88,9 @@ class TraceSource : public RequestSource {
     if (p.arrivals != "trace")
       arrivals_ = std::make_unique<ArrivalProcess>(p.arrivals, c.rate, c.burstiness, mix_seed(c.seed, 1),
                                                    "trace.arrivals");
+    Rng prefix_rng(mix_seed(c.seed, 0x737973ULL));  // "sys"
+    for (int i = 0; i < p.system_prompt_tokens; ++i)
+      system_prompt_.push_back(static_cast<int32_t>(prefix_rng.below(ctx.vocab_size)));
     const int64_t num_lines = count_nonblank_lines();
     in_.open(path_);
     require(static_cast<bool>(in_), "trace.path", "cannot open trace file '" + path_ + "'");
@@ -164,6 +176,8 @@ class TraceSource : public RequestSource {
     // Room for the output too: the engine appends generated tokens to the prompt.
     r.prompt.reserve(static_cast<size_t>(row.input_tokens) + static_cast<size_t>(r.max_output_tokens));
     format_->fill_prompt(row, r.id, r.prompt);
+    const size_t shared = std::min(system_prompt_.size(), r.prompt.size() - 1);  // one token of its own at least
+    std::copy(system_prompt_.begin(), system_prompt_.begin() + static_cast<std::ptrdiff_t>(shared), r.prompt.begin());
     r.sampling = ctx_.sampling;
     const int drawn = priorities_.next();  // drawn for every row, so a recorded priority shifts no other row's
     r.priority = row.priority >= 0 ? row.priority : drawn;
@@ -175,6 +189,7 @@ class TraceSource : public RequestSource {
   WorkloadContext ctx_;
   std::string path_;
   std::unique_ptr<TraceFormat> format_;
+  std::vector<int32_t> system_prompt_;
   std::unique_ptr<ArrivalProcess> arrivals_;
   PriorityDraw priorities_;
   std::ifstream in_;

@@ -227,3 +227,28 @@ TEST_CASE("a trace row's priority is kept and workload.num_priorities draws the 
                         "\"priority\": -1}\n"),
              Catch::Contains("priority"));
 }
+
+TEST_CASE("trace.system_prompt_tokens gives every prompt one shared head and keeps the trace's lengths", "[traces]") {
+  const std::string path = "traces/samples/azure2023_conv_head300.csv";
+  const auto plain = drain(trace_config("azure", path));
+  const auto shared = drain(trace_config("azure", path, {{"trace.system_prompt_tokens", "500"}}));
+  REQUIRE(plain.size() == shared.size());
+  const auto longest = std::max_element(shared.begin(), shared.end(),
+                                        [](const Request& a, const Request& b) { return a.prompt.size() < b.prompt.size(); });
+  REQUIRE(longest->prompt.size() > 500);
+  const std::vector<int32_t> head(longest->prompt.begin(), longest->prompt.begin() + 500);
+  int short_prompts = 0;
+  for (size_t i = 0; i < shared.size(); ++i) {
+    const auto& p = shared[i].prompt;
+    REQUIRE(p.size() == plain[i].prompt.size());
+    CHECK(shared[i].arrival_s == plain[i].arrival_s);
+    const size_t k = std::min<size_t>(500, p.size() - 1);
+    CHECK(std::equal(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(k), head.begin()));
+    // The rest is the request's own.
+    CHECK(std::equal(p.begin() + static_cast<std::ptrdiff_t>(k), p.end(), plain[i].prompt.begin() + static_cast<std::ptrdiff_t>(k)));
+    short_prompts += p.size() <= 500;
+  }
+  CHECK(short_prompts > 0);  // such prompts share all but their last token
+  CHECK_THAT(config_error_of([&] { trace_config("azure", path, {{"trace.system_prompt_tokens", "-1"}}).validate(); }),
+             Catch::Contains("trace.system_prompt_tokens"));
+}
