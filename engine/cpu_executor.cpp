@@ -39,9 +39,47 @@ const float* CpuExecutor::prepare(const float* in, int rows, int k, int layer, i
   return scratch_.data();
 }
 
+void CpuExecutor::run_layers(int T, const int32_t* positions, const std::function<void(int layer)>& attend) {
+  const int H = cfg_.hidden_size, Q = cfg_.q_size(), KV = cfg_.kv_size(), I = cfg_.intermediate_size;
+  const int d = cfg_.head_dim;
+  const float eps = static_cast<float>(cfg_.rms_norm_eps);
+  h_.resize(x_.size());
+  q_.resize(static_cast<size_t>(T) * Q);
+  k_.resize(static_cast<size_t>(T) * KV);
+  v_.resize(static_cast<size_t>(T) * KV);
+  attn_.resize(q_.size());
+  proj_.resize(x_.size());
+  gate_.resize(static_cast<size_t>(T) * I);
+  up_.resize(gate_.size());
+  for (int l = 0; l < cfg_.num_layers; ++l) {
+    const LayerWeights& L = w_.layers[l];
+    rms_norm(x_.data(), L.attn_norm.data.data(), T, H, eps, h_.data());
+    linear(prepare(h_.data(), T, H, l, kLinQ), T, L.wq, q_.data());
+    linear(prepare(h_.data(), T, H, l, kLinK), T, L.wk, k_.data());
+    linear(prepare(h_.data(), T, H, l, kLinV), T, L.wv, v_.data());
+    if (cfg_.qk_norm) {
+      rms_norm(q_.data(), L.q_norm.data.data(), T * cfg_.num_heads, d, eps, q_.data());
+      rms_norm(k_.data(), L.k_norm.data.data(), T * cfg_.num_kv_heads, d, eps, k_.data());
+    }
+    for (int t = 0; t < T; ++t) {
+      rope_.apply(&q_[static_cast<size_t>(t) * Q], cfg_.num_heads, positions[t]);
+      rope_.apply(&k_[static_cast<size_t>(t) * KV], cfg_.num_kv_heads, positions[t]);
+    }
+    attend(l);
+    linear(prepare(attn_.data(), T, Q, l, kLinO), T, L.wo, proj_.data());
+    for (size_t i = 0; i < x_.size(); ++i) x_[i] += proj_[i];
+    rms_norm(x_.data(), L.mlp_norm.data.data(), T, H, eps, h_.data());
+    linear(prepare(h_.data(), T, H, l, kLinGate), T, L.w_gate, gate_.data());
+    linear(prepare(h_.data(), T, H, l, kLinUp), T, L.w_up, up_.data());
+    silu_mul(gate_.data(), up_.data(), static_cast<int64_t>(gate_.size()), gate_.data());
+    linear(prepare(gate_.data(), T, I, l, kLinDown), T, L.w_down, proj_.data());
+    for (size_t i = 0; i < x_.size(); ++i) x_[i] += proj_[i];
+  }
+}
+
 StepResult CpuExecutor::execute(const Batch& batch) {
   const auto t0 = std::chrono::steady_clock::now();
-  const int H = cfg_.hidden_size, Q = cfg_.q_size(), KV = cfg_.kv_size(), I = cfg_.intermediate_size;
+  const int H = cfg_.hidden_size, KV = cfg_.kv_size();
   const int d = cfg_.head_dim, bs = layout_.block_size;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
 
@@ -57,31 +95,12 @@ StepResult CpuExecutor::execute(const Batch& batch) {
   x_.resize(static_cast<size_t>(T) * H);
   for (int t = 0; t < T; ++t)
     std::memcpy(&x_[static_cast<size_t>(t) * H], &w_.embed.data[static_cast<size_t>(token_ids[t]) * H], sizeof(float) * H);
-  h_.resize(x_.size());
-  q_.resize(static_cast<size_t>(T) * Q);
-  k_.resize(static_cast<size_t>(T) * KV);
-  v_.resize(static_cast<size_t>(T) * KV);
-  attn_.resize(q_.size());
-  proj_.resize(x_.size());
-  gate_.resize(static_cast<size_t>(T) * I);
-  up_.resize(gate_.size());
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-
-  for (int l = 0; l < cfg_.num_layers; ++l) {
-    const LayerWeights& L = w_.layers[l];
-    rms_norm(x_.data(), L.attn_norm.data.data(), T, H, eps, h_.data());
-    linear(prepare(h_.data(), T, H, l, kLinQ), T, L.wq, q_.data());
-    linear(prepare(h_.data(), T, H, l, kLinK), T, L.wk, k_.data());
-    linear(prepare(h_.data(), T, H, l, kLinV), T, L.wv, v_.data());
-    if (cfg_.qk_norm) {
-      rms_norm(q_.data(), L.q_norm.data.data(), T * cfg_.num_heads, d, eps, q_.data());
-      rms_norm(k_.data(), L.k_norm.data.data(), T * cfg_.num_kv_heads, d, eps, k_.data());
-    }
+  // Each layer's new K/V go into their sequences' blocks; attention reads them back through the block tables.
+  run_layers(T, positions.data(), [&](int l) {
     float* kc = k_cache_[l].data();
     float* vc = v_cache_[l].data();
     for (int t = 0; t < T; ++t) {
-      rope_.apply(&q_[static_cast<size_t>(t) * Q], cfg_.num_heads, positions[t]);
-      rope_.apply(&k_[static_cast<size_t>(t) * KV], cfg_.num_kv_heads, positions[t]);
       const int32_t block = indices[indptr[token_seq[t]] + positions[t] / bs];
       const int slot = positions[t] % bs;
       for (int g = 0; g < cfg_.num_kv_heads; ++g) {
@@ -91,15 +110,7 @@ StepResult CpuExecutor::execute(const Batch& batch) {
     }
     paged_attention_ref(q_.data(), attn_.data(), T, cfg_.num_heads, token_seq.data(), positions.data(), kc, vc,
                         layout_, table, scale);
-    linear(prepare(attn_.data(), T, Q, l, kLinO), T, L.wo, proj_.data());
-    for (size_t i = 0; i < x_.size(); ++i) x_[i] += proj_[i];
-    rms_norm(x_.data(), L.mlp_norm.data.data(), T, H, eps, h_.data());
-    linear(prepare(h_.data(), T, H, l, kLinGate), T, L.w_gate, gate_.data());
-    linear(prepare(h_.data(), T, H, l, kLinUp), T, L.w_up, up_.data());
-    silu_mul(gate_.data(), up_.data(), static_cast<int64_t>(gate_.size()), gate_.data());
-    linear(prepare(gate_.data(), T, I, l, kLinDown), T, L.w_down, proj_.data());
-    for (size_t i = 0; i < x_.size(); ++i) x_[i] += proj_[i];
-  }
+  });
 
   // Logits only for the verified rows: each sampling item's last known token and its drafts.
   const int S = static_cast<int>(flat.logit_rows.size());
@@ -115,6 +126,52 @@ StepResult CpuExecutor::execute(const Batch& batch) {
                   nullptr, result);
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
+}
+
+bool CpuExecutor::embed(const std::vector<int32_t>& prompt, std::vector<float>& out) {
+  const int T = static_cast<int>(prompt.size()), H = cfg_.hidden_size;
+  if (T == 0) throw std::invalid_argument("CpuExecutor::embed: empty prompt");
+  if (T > max_model_len_ || T > rope_.max_positions())
+    throw std::invalid_argument("CpuExecutor::embed: prompt of " + std::to_string(T) + " tokens is longer than " +
+                                std::to_string(max_model_len_));
+  x_.resize(static_cast<size_t>(T) * H);
+  for (int t = 0; t < T; ++t) {
+    if (prompt[t] < 0 || prompt[t] >= cfg_.vocab_size)
+      throw std::invalid_argument("CpuExecutor::embed: token " + std::to_string(prompt[t]) + " outside the vocabulary");
+    std::memcpy(&x_[static_cast<size_t>(t) * H], &w_.embed.data[static_cast<size_t>(prompt[t]) * H], sizeof(float) * H);
+  }
+  // The prompt's K/V go into scratch blocks of its own (blocks 0.. in order,
+  // one layer at a time), read by the same paged attention a step runs: the
+  // hidden states are those the engine's prefill of this prompt computes
+  // (batch-invariant ops), and the paged cache is never touched.
+  const int d = cfg_.head_dim, KV = cfg_.kv_size();
+  KvLayout scratch = layout_;
+  scratch.num_blocks = (T + scratch.block_size - 1) / scratch.block_size;
+  embed_k_.resize(scratch.num_elements());
+  embed_v_.resize(scratch.num_elements());
+  std::vector<int32_t> positions(T), token_seq(T, 0), indices(scratch.num_blocks);
+  for (int t = 0; t < T; ++t) positions[t] = t;
+  for (int b = 0; b < scratch.num_blocks; ++b) indices[b] = b;
+  const int32_t indptr[2] = {0, scratch.num_blocks}, seq_len = T;
+  const PagedKvTable table{indptr, indices.data(), &seq_len, 1};
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  run_layers(T, positions.data(), [&](int) {
+    for (int t = 0; t < T; ++t)
+      for (int g = 0; g < cfg_.num_kv_heads; ++g) {
+        const size_t at = scratch.offset(t / scratch.block_size, g, t % scratch.block_size);
+        std::memcpy(&embed_k_[at], &k_[static_cast<size_t>(t) * KV + g * d], sizeof(float) * d);
+        std::memcpy(&embed_v_[at], &v_[static_cast<size_t>(t) * KV + g * d], sizeof(float) * d);
+      }
+    paged_attention_ref(q_.data(), attn_.data(), T, cfg_.num_heads, token_seq.data(), positions.data(),
+                        embed_k_.data(), embed_v_.data(), scratch, table, scale);
+  });
+  rms_norm(x_.data(), w_.final_norm.data.data(), T, H, static_cast<float>(cfg_.rms_norm_eps), h_.data());
+  std::vector<double> sum(H, 0.0);
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < H; ++i) sum[i] += h_[static_cast<size_t>(t) * H + i];
+  out.resize(H);
+  for (int i = 0; i < H; ++i) out[i] = static_cast<float>(sum[i] / T);
+  return true;
 }
 
 KvBlockData CpuExecutor::read_kv_blocks(const std::vector<int32_t>& blocks) const {

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <thread>
 #include <vector>
 
 #include "engine/common/config_error.h"
+#include "engine/ingress.h"
 
 namespace testbed {
 namespace {
@@ -25,7 +27,50 @@ StepOutcome wall_clock_step(Engine& engine, Clock::time_point t0, double now) {
 
 }  // namespace
 
-double run_offline(Engine& engine, RequestSource& source, const ProgressFn& progress, int64_t* num_finished) {
+namespace {
+
+// run_offline with an ingress: every request arrived at t = 0 and waits at the
+// ingress in order; it is looked up when the engine has room for it (fewer
+// than max_num_seqs waiting there, so every step can still fill its batch).
+double run_offline_behind(Ingress& ingress, Engine& engine, RequestSource& source, const ProgressFn& progress,
+                          int64_t* num_finished) {
+  std::deque<Request> queue;
+  while (auto r = source.next()) {
+    r->arrival_s = 0.0;
+    queue.push_back(std::move(*r));
+  }
+  const int64_t total = static_cast<int64_t>(queue.size());
+  const int window = engine.scheduler().config().max_num_seqs;
+  int64_t finished = 0;
+  const Clock::time_point t0 = Clock::now();
+  while (!queue.empty() || engine.has_unfinished()) {
+    const double now = seconds_since(t0);
+    while (!queue.empty() && engine.scheduler().num_waiting() < window) {
+      Request r = std::move(queue.front());
+      queue.pop_front();
+      if (ingress.admit(r, now)) {
+        const double at = r.arrival_s;
+        engine.add_request(std::move(r), at);
+      } else {
+        ++finished;
+      }
+    }
+    if (engine.has_unfinished()) {
+      const StepOutcome out = wall_clock_step(engine, t0, std::max(seconds_since(t0), ingress.ready_s()));
+      ingress.on_step(out);
+      finished += out.num_finished;
+    }
+    if (progress) progress(finished, total);
+  }
+  if (num_finished) *num_finished = finished;
+  return seconds_since(t0);
+}
+
+}  // namespace
+
+double run_offline(Engine& engine, RequestSource& source, const ProgressFn& progress, int64_t* num_finished,
+                   Ingress* ingress) {
+  if (ingress) return run_offline_behind(*ingress, engine, source, progress, num_finished);
   int64_t total = 0, finished = 0;
   const Clock::time_point t0 = Clock::now();
   while (auto r = source.next()) {
@@ -41,7 +86,8 @@ double run_offline(Engine& engine, RequestSource& source, const ProgressFn& prog
   return seconds_since(t0);
 }
 
-double run_realtime(Engine& engine, RequestSource& source, const ProgressFn& progress, int64_t* num_finished) {
+double run_realtime(Engine& engine, RequestSource& source, const ProgressFn& progress, int64_t* num_finished,
+                    Ingress* ingress) {
   const int64_t total = source.size_hint();
   int64_t added = 0, finished = 0;
   std::optional<Request> pending = source.next();
@@ -57,14 +103,27 @@ double run_realtime(Engine& engine, RequestSource& source, const ProgressFn& pro
       now = std::max(pending->arrival_s, idle_since);
     }
     while (pending && pending->arrival_s <= now) {
-      engine.add_request(std::move(*pending), now);
-      ++added;
+      Request r = std::move(*pending);
       pending = source.next();
+      ++added;
+      if (!ingress) {
+        engine.add_request(std::move(r), now);
+      } else if (ingress->admit(r, now)) {
+        const double at = r.arrival_s;  // its lookup's end
+        engine.add_request(std::move(r), at);
+      } else {
+        ++finished;  // answered by the cache
+      }
     }
+    // The lookups ran on this thread: the step starts after them.
+    if (ingress) now = std::max(now, ingress->ready_s());
     if (engine.has_unfinished()) {
       const StepOutcome out = wall_clock_step(engine, t0, now);
+      if (ingress) ingress->on_step(out);
       finished += out.num_finished;
       if (!engine.has_unfinished()) idle_since = out.end_s;
+    } else if (ingress) {
+      idle_since = std::max(idle_since, ingress->ready_s());
     }
     if (progress) progress(finished, total >= 0 ? total : added);
   }
@@ -76,30 +135,38 @@ namespace {
 
 class WallClockDriver : public Driver {
  public:
-  WallClockDriver(bool offline, bool disaggregated) : offline_(offline), disaggregated_(disaggregated) {}
+  WallClockDriver(bool offline, const DriverSetup& setup) : offline_(offline), setup_(setup) {}
   DriverStats run(const EngineFactory& make_engine, RequestSource& source, const ProgressFn& progress) override {
     DriverStats stats;
     std::unique_ptr<Engine> engine = make_engine(0);
-    if (disaggregated_) {
+    if (setup_.disaggregated) {
+      if (setup_.semantic_cache.enabled)
+        throw ConfigError("ingress.semantic_cache: on the wall clock the ingress cache fronts one engine, not a "
+                          "prefill/decode pair (driver.mode = simulated runs it in front of pools)");
       std::unique_ptr<Engine> decode = make_engine(1);
       stats.num_instances = 2;
       stats.wall_s = run_disaggregated(*engine, *decode, source, offline_, progress, &stats.num_finished);
       return stats;
     }
-    stats.wall_s = offline_ ? run_offline(*engine, source, progress, &stats.num_finished)
-                            : run_realtime(*engine, source, progress, &stats.num_finished);
+    std::unique_ptr<Ingress> ingress;
+    if (setup_.semantic_cache.enabled)
+      ingress = std::make_unique<Ingress>(setup_.semantic_cache, engine->executor(), setup_.sink);
+    stats.wall_s = offline_ ? run_offline(*engine, source, progress, &stats.num_finished, ingress.get())
+                            : run_realtime(*engine, source, progress, &stats.num_finished, ingress.get());
+    if (ingress) stats.ingress_s = ingress->lookup_seconds();
     return stats;
   }
   bool is_simulated() const override { return false; }
 
  private:
-  bool offline_, disaggregated_;
+  bool offline_;
+  DriverSetup setup_;
 };
 
 TESTBED_REGISTER(DriverRegistry, "offline",
-                 [](const DriverSetup& s) { return std::make_unique<WallClockDriver>(true, s.disaggregated); });
+                 [](const DriverSetup& s) { return std::make_unique<WallClockDriver>(true, s); });
 TESTBED_REGISTER(DriverRegistry, "realtime",
-                 [](const DriverSetup& s) { return std::make_unique<WallClockDriver>(false, s.disaggregated); });
+                 [](const DriverSetup& s) { return std::make_unique<WallClockDriver>(false, s); });
 
 }  // namespace
 }  // namespace testbed

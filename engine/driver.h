@@ -3,6 +3,11 @@
 //   offline:   every request arrives at t = 0 (throughput benchmarks);
 //   realtime:  requests are released when the wall clock passes their arrival;
 //   simulated: (sim/) the same Engine on simulated time, one or many instances.
+// With ingress.semantic_cache, offline and realtime put an Ingress
+// (engine/ingress.h) in front of the engine: the model embeds each prompt and
+// the cache may answer it. Offline, requests then wait at the ingress, in
+// order, and are looked up as the engine takes them (it holds at most
+// scheduler.max_num_seqs waiting), so a repeat can find its first copy's answer.
 // Drivers register by name (driver.mode) and learn what every step did from
 // its StepOutcome only.
 #pragma once
@@ -10,11 +15,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "engine/common/registry.h"
 #include "engine/engine.h"
 #include "engine/model/model_config.h"
 #include "engine/request_source.h"
+#include "engine/semantic_cache.h"
 
 namespace testbed {
 
@@ -28,7 +36,10 @@ struct DriverStats {
   double simulated_s = 0.0;  // simulated time (simulated drivers)
   int64_t num_events = 0;    // simulated drivers
   int num_instances = 1;
-  int64_t num_finished = 0;
+  int64_t num_finished = 0;  // incl. requests the ingress cache answered
+  // Wall-clock drivers with the ingress cache: each lookup's measured seconds
+  // (the model's embedding + the search), by request id (Ingress::lookup_seconds).
+  std::vector<std::pair<int64_t, double>> ingress_s;
 };
 
 class Driver {
@@ -47,13 +58,21 @@ struct DriverSetup {
   std::vector<const ModelConfig*> pool_models;  // each pool's model, in order (empty: `model` for every pool)
   // Wall-clock drivers: instance 0 prefills and hands off, instance 1 decodes (run_disaggregated).
   bool disaggregated = false;
+  // ingress.semantic_cache and its keys: the fleet's ingress (simulated) or engine/ingress.h (offline, realtime).
+  SemanticCacheConfig semantic_cache;
 };
 
 using DriverRegistry = Registry<Driver, const DriverSetup&>;
 
+class Ingress;
+
 // The wall-clock loops on one engine; both return the run's duration in seconds.
-double run_offline(Engine& engine, RequestSource& source, const ProgressFn& progress, int64_t* num_finished = nullptr);
-double run_realtime(Engine& engine, RequestSource& source, const ProgressFn& progress, int64_t* num_finished = nullptr);
+// `ingress` (optional) answers what it can before the engine sees it;
+// *num_finished counts its answers too.
+double run_offline(Engine& engine, RequestSource& source, const ProgressFn& progress, int64_t* num_finished = nullptr,
+                   Ingress* ingress = nullptr);
+double run_realtime(Engine& engine, RequestSource& source, const ProgressFn& progress, int64_t* num_finished = nullptr,
+                    Ingress* ingress = nullptr);
 // Prefill/decode disaggregation on the wall clock, in one process:
 // `prefill` (hand_off_after_prefill) takes the arrivals (all at t = 0 when
 // offline) and `decode` generates the rest, each on its own thread, so their

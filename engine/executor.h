@@ -48,6 +48,12 @@ class Executor {
   virtual void verify_rejection(const VerifyBatch& batch, const VerifyOutput& out) {
     verify_rejection_ref(batch, out);
   }
+  // The prompt's embedding for the ingress cache (engine/ingress.h): the mean
+  // over its positions of the model's final hidden states (after the final
+  // norm, before the LM head), out = [hidden_size], from a forward pass of its
+  // own that reads no KV block and changes no state a step depends on. False
+  // (out untouched): this executor has no model to embed with.
+  virtual bool embed(const std::vector<int32_t>& /*prompt*/, std::vector<float>& /*out*/) { return false; }
 };
 
 // One request's speculation as a real run measured it (spec.acceptance =

@@ -82,7 +82,7 @@ class MetricsSink {
   // once when proposed tokens were accepted); gap_s since the previous delivery.
   virtual void on_token(int /*instance*/, const Sequence& /*seq*/, double /*t*/, double /*gap_s*/) {}
   virtual void on_finish(int /*instance*/, const Sequence& /*seq*/, double /*t*/) {}
-  // The ingress answered `request` from its response cache at t (sim/semantic_cache.h):
+  // The ingress answered `request` from its response cache at t (engine/semantic_cache.h):
   // an arrival and a finish in one, no engine involved. `correct`: the answer's intent is the request's.
   virtual void on_cache_answer(const Request& /*request*/, double /*t*/, bool /*semantic*/, bool /*correct*/) {}
   // The request left unfinished at t: its blocks are free.

@@ -107,6 +107,7 @@ class SpeculativeExecutor : public Executor {
   void write_kv_blocks(const std::vector<int32_t>& blocks, const KvBlockData& data) override {
     inner_->write_kv_blocks(blocks, data);
   }
+  bool embed(const std::vector<int32_t>& prompt, std::vector<float>& out) override { return inner_->embed(prompt, out); }
 
  private:
   void verify_by_rejection(const Batch& batch, StepResult& r);

@@ -40,7 +40,7 @@ struct Request {
   double cancel_after_s = -1.0;
   int cancel_after_tokens = 0;
   int restarts = 0;  // times it started over elsewhere because its instance failed (sim/faults.h)
-  // What the ingress knows of the question (sim/semantic_cache.h, model routing):
+  // What the ingress knows of the question (engine/semantic_cache.h, model routing):
   int64_t intent = -1;           // the question asked (-1: unknown): a cache answer is correct when intents match
   std::vector<float> embedding;  // unit-norm prompt embedding (empty: none)
   int request_class = -1;        // difficulty class, 0 the easiest (-1: none)

@@ -7,8 +7,8 @@
 #include "engine/common/config_error.h"
 #include "engine/common/option_table.h"
 #include "engine/metrics/summary.h"
+#include "engine/semantic_cache.h"
 #include "sim/instance_set.h"
-#include "sim/semantic_cache.h"
 
 namespace testbed {
 

@@ -39,12 +39,12 @@
 #include "engine/driver.h"
 #include "engine/engine.h"
 #include "engine/request_source.h"
+#include "engine/semantic_cache.h"
 #include "sim/autoscaler.h"
 #include "sim/event_loop.h"
 #include "sim/faults.h"
 #include "sim/kv_link.h"
 #include "sim/model_router.h"
-#include "sim/semantic_cache.h"
 #include "sim/pool.h"
 #include "sim/router.h"
 
@@ -93,7 +93,7 @@ struct FleetOptions {
   bool log_events = false;
   FaultConfig faults;  // failures, stragglers, late KV events (sim/faults.h)
   ModelRoutingConfig model_routing;  // several ingress pools, one per request class (sim/model_router.h)
-  SemanticCacheConfig semantic_cache;  // the ingress's response cache (sim/semantic_cache.h)
+  SemanticCacheConfig semantic_cache;  // the ingress's response cache (engine/semantic_cache.h)
 };
 
 class Fleet {

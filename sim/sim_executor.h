@@ -69,6 +69,7 @@ class CostTimedExecutor : public Executor {
   void write_kv_blocks(const std::vector<int32_t>& blocks, const KvBlockData& data) override {
     inner_->write_kv_blocks(blocks, data);
   }
+  bool embed(const std::vector<int32_t>& prompt, std::vector<float>& out) override { return inner_->embed(prompt, out); }
 
  private:
   std::unique_ptr<Executor> inner_;

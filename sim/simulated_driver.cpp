@@ -15,7 +15,6 @@ void SimulatedDriverParams::bind(OptionTable& t) {
   faults.bind(t);
   autoscale.bind(t);
   model_routing.bind(t);
-  semantic_cache.bind(t);
   for (PoolConfig& p : pools) p.bind(t);
 }
 
@@ -31,10 +30,9 @@ void SimulatedDriverParams::validate() const {
     unified.push_back(p.takes_arrivals() && !p.hands_off_after_prefill());
   }
   model_routing.validate(names, unified);
-  semantic_cache.validate();
   faults.validate(num_instances());
+  // With pools, [autoscale] is what every pool's pool.NAME.autoscale.* inherits (validated there).
   if (pools.empty()) autoscale.validate(fleet.num_instances);
-  else require(!autoscale.enabled(), "autoscale.policy", "with [pool.NAME] sections, autoscale each pool with pool.NAME.autoscale.*");
 }
 
 int SimulatedDriverParams::num_instances() const {
@@ -105,7 +103,7 @@ class SimulatedDriver : public Driver {
     options.log_events = setup_.log_events;
     options.faults = p_.faults;
     options.model_routing = p_.model_routing;
-    options.semantic_cache = p_.semantic_cache;
+    options.semantic_cache = setup_.semantic_cache;
     Fleet fleet(std::move(pools), options);
     const SimulationStats sim = fleet.run(source, progress);
     DriverStats stats;

@@ -13,14 +13,14 @@
 #include "sim/faults.h"
 #include "sim/fleet.h"
 #include "sim/model_router.h"
-#include "sim/semantic_cache.h"
 #include "sim/pool.h"
 #include "sim/router.h"
 
 namespace testbed {
 
 // The simulated driver's keys: fleet.*, router.* (every router's own keys), link.*
-// and pool.NAME.* for each pool in `pools` (named before bind()).
+// and pool.NAME.* for each pool in `pools` (named before bind()). The ingress
+// cache's keys are every driver's (RunConfig; DriverSetup::semantic_cache).
 struct SimulatedDriverParams : ParamsOf<SimulatedDriverParams> {
   FleetConfig fleet;
   RouterChoice router = router_choice();
@@ -28,7 +28,6 @@ struct SimulatedDriverParams : ParamsOf<SimulatedDriverParams> {
   FaultConfig faults;  // fault.* (sim/faults.h)
   AutoscaleConfig autoscale;  // autoscale.* of the fleet without pools (a pool's: pool.NAME.autoscale.*)
   ModelRoutingConfig model_routing;  // ingress.model_router and its keys (sim/model_router.h)
-  SemanticCacheConfig semantic_cache;  // ingress.semantic_cache and its keys (sim/semantic_cache.h)
   std::vector<PoolConfig> pools;
   void bind(OptionTable& table) override;
   void validate() const override;

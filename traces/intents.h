@@ -1,5 +1,5 @@
 // Intents: the questions behind requests, for the semantic cache
-// (sim/semantic_cache.h) and model routing (sim/model_router.h).
+// (engine/semantic_cache.h) and model routing (sim/model_router.h).
 //
 // There are workload.num_intents questions of Zipf(workload.intent_zipf)
 // popularity. A request draws an intent; with probability

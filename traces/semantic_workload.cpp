@@ -1,5 +1,5 @@
 // semantic: questions that repeat, exactly or paraphrased, for a semantic
-// response cache (sim/semantic_cache.h). The intents (which question, exact
+// response cache (engine/semantic_cache.h). The intents (which question, exact
 // repeat or new wording, paraphrase embedding, topics, difficulty class) are
 // an IntentModel (traces/intents.h) on the workload.* intent keys, which
 // WorkloadConfig binds (the overlay, workload.intents = overlay, shares them);

@@ -193,6 +193,9 @@ void ResultsFile::write_requests(const std::vector<RequestRecord>& unsorted) {
     add_column("requests", "answered_by", column<int32_t>(r, [](const R& x) { return x.answered_by; }));
     add_column("requests", "false_hit", column<int32_t>(r, [](const R& x) { return x.false_hit ? 1 : 0; }));
   }
+  // Wall-clock runs with an ingress cache only (-1: a request it did not look up).
+  if (std::any_of(r.begin(), r.end(), [](const R& x) { return x.ingress_s >= 0; }))
+    add_column("requests", "ingress_s", column<double>(r, [](const R& x) { return x.ingress_s; }));
   // Model-routed runs only.
   if (std::any_of(r.begin(), r.end(), [](const R& x) { return x.routed_class >= 0; })) {
     add_column("requests", "request_class", column<int32_t>(r, [](const R& x) { return x.request_class; }));

@@ -1,6 +1,7 @@
 #include "engine/metrics/run_recorder.h"
 
 #include <cmath>
+#include <unordered_map>
 
 namespace testbed {
 
@@ -129,6 +130,19 @@ void RunRecorder::on_cache_answer(const Request& q, double t, bool semantic, boo
   r.answered_by = semantic ? 2 : 1;
   r.false_hit = semantic && !correct;
   requests_.push_back(r);
+}
+
+void RunRecorder::set_ingress_seconds(const std::vector<std::pair<int64_t, double>>& by_id) {
+  std::unordered_map<int64_t, double> seconds;
+  ingress_s_.clear();
+  for (const auto& [id, s] : by_id) {
+    seconds[id] = s;
+    ingress_s_.push_back(s);
+  }
+  for (RequestRecord& r : requests_) {
+    const auto it = seconds.find(r.id);
+    if (it != seconds.end()) r.ingress_s = it->second;
+  }
 }
 
 void RunRecorder::on_kv_event(int, const KvEvent& event) {

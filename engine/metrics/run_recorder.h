@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "engine/metrics/log_histogram.h"
@@ -21,6 +22,8 @@ struct RequestRecord {
   // Answered by the ingress cache (instance -1): 1 exact, 2 semantic; false_hit: a semantic answer of another intent.
   int32_t answered_by = 0;
   bool false_hit = false;
+  // Wall-clock runs with the ingress cache: its measured embedding + lookup seconds (-1: not looked up).
+  double ingress_s = -1;
   // Disaggregated runs: the prefill instance (-1: none, `instance` did it all),
   // back-pressure wait (first token -> transfer start), transfer time and size.
   int32_t prefill_instance = -1;
@@ -60,6 +63,11 @@ class RunRecorder : public MetricsSink {
   void on_scale(const ScaleSample& sample) override { scale_.push_back(sample); }
   const std::vector<ScaleSample>& scale_samples() const { return scale_; }
   void on_request_event(const RequestEvent& event) override;
+  // The wall-clock ingress's measured lookups (DriverStats::ingress_s), by
+  // request id, after the run: each record's ingress_s, and the summary's
+  // ingress_lookup_* over every lookup (cancelled requests' too).
+  void set_ingress_seconds(const std::vector<std::pair<int64_t, double>>& by_id);
+  const std::vector<double>& ingress_seconds() const { return ingress_s_; }
 
   int64_t num_arrived() const { return num_arrived_; }
   int64_t num_finished() const { return static_cast<int64_t>(requests_.size()); }
@@ -107,6 +115,7 @@ class RunRecorder : public MetricsSink {
   std::vector<double> busy_by_instance_, kv_block_s_by_instance_, seq_s_by_instance_;
   std::vector<std::vector<int32_t>> tokens_;
   std::vector<int64_t> token_owner_;
+  std::vector<double> ingress_s_;
   LogHistogram itl_;
   int64_t num_arrived_ = 0, num_steps_ = 0, num_blocks_stored_ = 0, num_blocks_removed_ = 0;
   double kv_slot_s_ = 0.0, kv_token_s_ = 0.0, seq_s_ = 0.0;

@@ -136,6 +136,13 @@ Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& sl
     s.set("ingress_semantic_hit_rate", semantic / n);
     s.set("ingress_false_hit_rate", false_hits / n);
   }
+  // Wall-clock runs: the measured embedding + lookup of every request the ingress saw.
+  if (!rec.ingress_seconds().empty()) {
+    double sum = 0;
+    for (double x : rec.ingress_seconds()) sum += x;
+    s.set("ingress_lookup_mean_s", sum / static_cast<double>(rec.ingress_seconds().size()));
+    s.set("ingress_lookup_p99_s", percentile(rec.ingress_seconds(), 99));
+  }
   // Model routing: the share of requests a lower class's pool served, and of quality failures.
   int64_t routed = 0, below = 0, above = 0, failed = 0;
   for (const RequestRecord& r : reqs) {
@@ -196,6 +203,16 @@ std::string format_summary(const Summary& s) {
                   "decode side), wait for room mean %.4f s p99 %.4f s\n",
                   s.get("transfer_mean_s"), s.get("transfer_p99_s"), s.get("transfer_gb"),
                   100.0 * s.get("transfer_reused_share"), s.get("handoff_wait_mean_s"), s.get("handoff_wait_p99_s"));
+    out += buf;
+  }
+  if (s.has("ingress_lookup_mean_s")) {
+    std::snprintf(buf, sizeof buf,
+                  "ingress       %.1f%% exact and %.1f%% semantic hits (%.1f%% false), lookup (embed + search) mean "
+                  "%.4f s p99 %.4f s\n",
+                  100.0 * std::max(0.0, s.get("ingress_exact_hit_rate")),
+                  100.0 * std::max(0.0, s.get("ingress_semantic_hit_rate")),
+                  100.0 * std::max(0.0, s.get("ingress_false_hit_rate")), s.get("ingress_lookup_mean_s"),
+                  s.get("ingress_lookup_p99_s"));
     out += buf;
   }
   if (s.has("cost_usd")) {

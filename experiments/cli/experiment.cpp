@@ -123,6 +123,7 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) 
   driver_setup.tensor_parallel = config.cost_model.tensor_parallel;
   for (const InstanceSetup& pool : setup.pools) driver_setup.pool_models.push_back(&pool.executor.model);
   driver_setup.disaggregated = !config.pools().empty() && result.mode != "simulated";
+  driver_setup.semantic_cache = config.semantic_cache;
   std::unique_ptr<Driver> driver = config.resolved_driver().create(driver_setup);
   const EngineFactory make_engine = [&](int instance) {
     const InstanceSetup& s = setup.instance(instance);
@@ -135,6 +136,7 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) 
   const DriverStats stats = driver->run(make_engine, *source, progress);
   printer.done();
   check_conservation(*result.recorder);
+  if (!stats.ingress_s.empty()) result.recorder->set_ingress_seconds(stats.ingress_s);
   result.wall_s = stats.wall_s;
   result.simulated_s = stats.simulated_s;
   result.num_events = stats.num_events;

@@ -26,6 +26,7 @@ void RunConfig::bind(OptionTable& t) {
   t.add("executor.timing", &executor.timing, "measured | cost_model: where step durations come from");
 
   driver.mode.bind(t);
+  semantic_cache.bind(t);  // after the drivers' keys: ingress.* in the order it always had
   t.add("driver.progress", &driver.progress, "auto | on | off: progress line on stderr");
 
   engine.bind(t);
@@ -110,6 +111,7 @@ void RunConfig::validate() const {
   cost_model.validate();
   slo.validate();
   spec.validate();
+  semantic_cache.validate();
   const bool sim = executor.kind.name == "sim";
   require(!(spec.enabled() && sim && spec.acceptance.empty()), "spec.acceptance",
           "the simulated executor needs an acceptance model with spec.method: fixed:A (each draft token kept with "
@@ -134,6 +136,9 @@ void RunConfig::validate() const {
             "([pool.P] role = prefill, size = 1, then [pool.D] role = decode, size = 1); larger pools run in the "
             "simulator (driver.mode = simulated)");
   }
+  require(!(semantic_cache.enabled && !pools().empty() && mode != "simulated"), "ingress.semantic_cache",
+          "in " + mode + " mode the ingress cache fronts one engine; with prefill/decode pools it runs in the simulator "
+          "(driver.mode = simulated)");
 }
 
 namespace {
@@ -160,6 +165,18 @@ void check_pool_keys(const RunConfig& config, const OptionTable& table) {
                           ")");
     }
   }
+}
+
+// ingress.lookup_s is the simulator's price of a lookup; the wall-clock drivers
+// measure theirs (embedding + search). Its default (as a resolved config.ini
+// states it) is fine.
+void check_ingress_keys(const RunConfig& config, const OptionTable& table) {
+  const std::string key = "ingress.lookup_s";
+  if (config.driver_mode() != "simulated" && table.was_set(key) &&
+      config.semantic_cache.lookup_s != SemanticCacheConfig{}.lookup_s)
+    throw ConfigError(key + ": " + config.driver_mode() +
+                      " runs measure each lookup (the model's embedding and the search): the key applies to "
+                      "driver.mode = simulated");
 }
 
 }  // namespace
@@ -213,6 +230,7 @@ void load_run_config(const std::string& config_path, const std::vector<std::stri
   config.config_path = config_path;
   config.validate();
   check_pool_keys(config, table);
+  check_ingress_keys(config, table);
 }
 
 }  // namespace testbed

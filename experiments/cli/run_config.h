@@ -16,6 +16,7 @@
 #include "engine/proposer.h"
 #include "engine/metrics/summary.h"
 #include "engine/request.h"
+#include "engine/semantic_cache.h"
 #include "sim/cost_model.h"
 #include "sim/simulated_driver.h"
 #include "traces/workload.h"
@@ -60,6 +61,9 @@ struct RunConfig {
   CostModelConfig cost_model;
   SloConfig slo;
   SpecConfig spec;  // speculative decoding (engine/proposer.h)
+  // ingress.semantic_cache and its keys: every driver's (simulated: the fleet's
+  // ingress; offline and realtime: engine/ingress.h, the model embeds).
+  SemanticCacheConfig semantic_cache;
   OutputSection output;
   double requests_per_day = 1e6;  // metrics.requests_per_day: the rate per-day figures assume
 

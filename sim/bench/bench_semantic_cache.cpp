@@ -18,7 +18,7 @@
 #include <memory>
 
 #include "engine/common/rng.h"
-#include "sim/semantic_cache.h"
+#include "engine/semantic_cache.h"
 
 using namespace testbed;
 

@@ -184,3 +184,34 @@ TEST_CASE("the semantic cache answers repeats at the ingress", "[cli][ingress_ca
   CHECK(bad.status == 2);
   CHECK(bad.output.find("ingress.semantic_tau") != std::string::npos);
 }
+
+TEST_CASE("the semantic cache in a real CPU run: the model embeds, the lookups are timed", "[cli][ingress_cache]") {
+  const fs::path dir = scratch("semantic_real");
+  write_model(dir, "micro.json", 64);
+  std::ofstream(dir / "r.ini") << "[model]\nconfig = micro.json\n"
+                                  "[executor]\nkind = cpu\n"
+                                  "[driver]\nmode = offline\nprogress = off\n"
+                                  "[scheduler]\nmax_num_seqs = 4\nmax_batch_tokens = 128\n"
+                                  "[cache]\nnum_blocks = 96\nblock_size = 8\n"
+                                  "[workload]\nkind = semantic\nnum_requests = 60\nrate = 40\noutput_tokens = 4\n"
+                                  "num_intents = 12\nprompt_tokens = 20\nembedding_dim = 16\nexact_repeat = 0.6\n";
+  const fs::path cfg = dir / "r.ini";
+  const Outcome o = run(cfg, dir / "a", "--ingress.semantic_cache=true --ingress.semantic_tau=0.999");
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  const auto r = read_group(dir / "a" / "results.h5", "requests");
+  REQUIRE(r.count("answered_by") == 1);
+  REQUIRE(r.count("ingress_s") == 1);
+  CHECK(r.at("id").size() == 60);  // every request: the engine's and the cache's answers
+  for (double s : r.at("ingress_s")) CHECK(s > 0);
+  CHECK(summary(dir / "a", "ingress_exact_hit_rate") > 0);
+  CHECK(summary(dir / "a", "ingress_lookup_mean_s") > 0);
+  CHECK(summary(dir / "a", "ingress_lookup_p99_s") >= summary(dir / "a", "ingress_lookup_mean_s") * 0.5);
+  CHECK(summary(dir / "a", "num_finished") == 60);
+  // The simulator's lookup price is no key of a measured run; its resolved config.ini runs again.
+  const Outcome priced = run(cfg, dir / "x", "--ingress.semantic_cache=true --ingress.lookup_s=0.01");
+  CHECK(priced.status == 2);
+  CHECK(priced.output.find("ingress.lookup_s") != std::string::npos);
+  REQUIRE(run(dir / "a" / "config.ini", dir / "b").status == 0);
+  CHECK(summary(dir / "b", "ingress_exact_hit_rate") > 0);
+}

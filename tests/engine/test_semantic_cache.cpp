@@ -10,7 +10,7 @@
 
 #include "engine/common/config_error.h"
 #include "engine/common/option_table.h"
-#include "sim/semantic_cache.h"
+#include "engine/semantic_cache.h"
 #include "traces/workload.h"
 
 using namespace testbed;

@@ -20,7 +20,8 @@
 //   ingress.semantic_tau          cosine threshold of a semantic hit, in (0, 1] (0.9; 1 ~ exact only)
 //   ingress.cache_capacity        most entries; a full cache evicts its least recently used (100000)
 //   ingress.cache_ttl_s           an entry older than this is expired at the next lookup (0: never)
-//   ingress.lookup_s              simulated seconds a lookup adds to every request (0.0005)
+//   ingress.lookup_s              simulated seconds a lookup adds to every request (0.0005;
+//                                 the wall-clock drivers measure theirs: engine/ingress.h)
 //   ingress.hnsw_m                HNSW links per node (16)
 //   ingress.hnsw_ef_construction  HNSW candidate list while inserting (200)
 //   ingress.hnsw_ef_search        HNSW candidate list while searching (64; >= size: exact)

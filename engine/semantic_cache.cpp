@@ -9,7 +9,7 @@
 // hnswlib.h defines non-inline functions and globals (its CPU probes and
 // distance-function pointers), so it may be included by one translation unit
 // only: this one. The header forward-declares what it holds.
-#include "sim/semantic_cache.h"
+#include "engine/semantic_cache.h"
 
 #include <hnswlib/hnswlib.h>
 #ifdef __linux__
