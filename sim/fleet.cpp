@@ -596,7 +596,9 @@ void Fleet::evaluate(int p, double now) {
   }
   const int current = active + starting;
   const double signal = s.get(a.signal);
-  int desired = std::max(a.min_replicas, std::min(a.max_for(size), pool.policy->desired(current, signal)));
+  // The first evaluation has no window behind it yet (no busy time to divide): it changes nothing.
+  const int asked = pool.ticks.size() < 2 ? current : pool.policy->desired(current, signal);
+  int desired = std::max(a.min_replicas, std::min(a.max_for(size), asked));
   // Scale-down goes no lower than the highest recommendation of the last
   // cooldown_s (HPA's scale-down stabilisation window): one quiet moment does not empty the pool.
   pool.recommendations.emplace_back(now, desired);
