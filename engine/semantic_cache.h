@@ -23,7 +23,7 @@
 //   ingress.lookup_s              simulated seconds a lookup adds to every request (0.0005;
 //                                 the wall-clock drivers measure theirs: engine/ingress.h)
 //   ingress.hnsw_m                HNSW links per node (16)
-//   ingress.hnsw_ef_construction  HNSW candidate list while inserting (200)
+//   ingress.hnsw_ef_construction  HNSW candidate list while inserting (100)
 //   ingress.hnsw_ef_search        HNSW candidate list while searching (64; >= size: exact)
 //
 // Times (`now`) never decrease from one call to the next. A lookup first
@@ -57,7 +57,7 @@ struct SemanticCacheConfig {
   double ttl_s = 0;  // 0: entries never expire
   double lookup_s = 0.0005;
   int hnsw_m = 16;
-  int hnsw_ef_construction = 200;
+  int hnsw_ef_construction = 100;
   int hnsw_ef_search = 64;
   void bind(OptionTable& t);
   void validate() const;

@@ -93,7 +93,7 @@ TEST_CASE("faults from the command line restart or lose requests and bad fault k
   REQUIRE(run(cfg, dir / "l", "--fault.fail=1@1.0 --fault.on_failure=lose").status == 0);
   CHECK(summary(dir / "l", "num_lost") > 0);
   CHECK(summary(dir / "l", "num_lost") + summary(dir / "l", "num_finished") == 120);
-  for (const std::string& flag : {"--fault.fail=9@1", "--fault.fail=1at1", "--fault.slow=0@2-1x3", "--fault.on_failure=retry"}) {
+  for (const std::string flag : {"--fault.fail=9@1", "--fault.fail=1at1", "--fault.slow=0@2-1x3", "--fault.on_failure=retry"}) {
     const Outcome bad = run(cfg, dir / "x", flag);
     INFO(flag << ": " << bad.output);
     CHECK(bad.status == 2);
@@ -128,7 +128,7 @@ TEST_CASE("an autoscaled run writes /autoscale and pays for what it held", "[cli
   CHECK(most > 1);
   CHECK(summary(dir / "a", "replicas_mean") < 4);
   CHECK(summary(dir / "a", "num_finished") == 400);
-  for (const std::string& flag : {"--autoscale.signal=cpu", "--autoscale.max_replicas=5", "--autoscale.policy=target"}) {
+  for (const std::string flag : {"--autoscale.signal=cpu", "--autoscale.max_replicas=5", "--autoscale.policy=target"}) {
     const Outcome bad = run(cfg, dir / "x", flag);
     INFO(flag << ": " << bad.output);
     CHECK(bad.status == 2);
