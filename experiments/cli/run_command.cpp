@@ -37,9 +37,18 @@ int run_command(const std::vector<std::string>& args) {
   if (output_dir.empty()) output_dir = default_output_dir(config_path);
 
   const RunSetup setup = prepare_run(config);
-  std::printf("testbed run %s: model %s, executor %s, driver %s, %d KV blocks of %d tokens\n", config_path.c_str(),
-              setup.model.name.c_str(), config.executor.kind.name.c_str(), config.driver_mode().c_str(), setup.num_blocks,
-              setup.engine.cache.block_size);
+  std::string capacity = std::to_string(setup.num_blocks) + " KV blocks of " + std::to_string(setup.engine.cache.block_size) +
+                         " tokens";
+  if (!config.pools().empty()) {  // each pool's own (its model, hardware and TP may differ)
+    capacity.clear();
+    for (size_t k = 0; k < config.pools().size(); ++k) {
+      const InstanceSetup& p = setup.pools[k];
+      capacity += (k ? ", " : "") + config.pools()[k].name + ": " + p.executor.model.name + ", " +
+                  std::to_string(p.num_blocks) + " KV blocks of " + std::to_string(p.engine.cache.block_size);
+    }
+  }
+  std::printf("testbed run %s: model %s, executor %s, driver %s, %s\n", config_path.c_str(), setup.model.name.c_str(),
+              config.executor.kind.name.c_str(), config.driver_mode().c_str(), capacity.c_str());
   std::fflush(stdout);
   const ExperimentResult result = run_experiment(config, setup);
   write_run_files(output_dir, config, table, result);
