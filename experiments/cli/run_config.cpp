@@ -126,6 +126,16 @@ void RunConfig::validate() const {
   require(simulation().fleet.num_instances == 1 || mode == "simulated", "fleet.num_instances",
           "fleets of several instances run in the simulator (driver.mode = simulated)");
   require(!output.events || mode == "simulated", "output.events", "the event log comes from the simulator (driver.mode = simulated)");
+  // The fleet's mechanisms exist only in the simulator: set on a wall-clock run they would do nothing.
+  if (mode != "simulated") {
+    const SimulatedDriverParams& sp = simulation();
+    const char* why = "is simulated: the fleet's faults, autoscaling and model routing run in driver.mode = simulated";
+    require(sp.faults.fail.empty(), "fault.fail", why);
+    require(sp.faults.slow.empty(), "fault.slow", why);
+    require(sp.faults.kv_event_delay_s == 0, "fault.kv_event_delay_s", why);
+    require(!sp.autoscale.enabled(), "autoscale.policy", why);
+    require(!sp.model_routing.enabled(), "ingress.model_router", why);
+  }
   if (!pools().empty() && mode != "simulated") {
     // On the wall clock: one prefill engine and one decode engine in this process (run_disaggregated).
     const auto& p = pools();

@@ -214,4 +214,13 @@ TEST_CASE("the semantic cache in a real CPU run: the model embeds, the lookups a
   CHECK(priced.output.find("ingress.lookup_s") != std::string::npos);
   REQUIRE(run(dir / "a" / "config.ini", dir / "b").status == 0);
   CHECK(summary(dir / "b", "ingress_exact_hit_rate") > 0);
+  // The fleet's mechanisms are simulated: on the wall clock they are errors, not silently ignored.
+  for (const std::string flag : {"--fault.fail=0@1 --fault.on_failure=lose", "--fault.slow=0@1-2x2", "--fault.kv_event_delay_s=1",
+                                 "--autoscale.policy=threshold --autoscale.up_above=1 --autoscale.down_below=0"}) {
+    const Outcome real = run(cfg, dir / "y", flag);
+    INFO(flag << ": " << real.output);
+    CHECK(real.status == 2);
+    CHECK(real.output.find(flag.substr(2, flag.find('=') - 2)) != std::string::npos);
+    CHECK(real.output.find("driver.mode = simulated") != std::string::npos);
+  }
 }
