@@ -17,6 +17,7 @@
 #include "sim/fleet.h"
 #include "sim/sim_executor.h"
 #include "support/engine_harness.h"
+#include "support/sim_harness.h"
 
 using namespace testbed;
 
@@ -60,10 +61,7 @@ AutoscaleConfig scaling(const std::vector<std::pair<std::string, std::string>>& 
 // Up to `size` replicas of a micro model whose step costs 2e-4 s per prefill token and 2e-3 s per decode step.
 ScaleRun run(const AutoscaleConfig& a, RequestSource& source, int size = 6, double startup_s = 20.0) {
   const ModelConfig model = test::micro_model(1000);
-  CostModelConfig cm;
-  set_options(cm, {{"cost_model.prefill_token_s", "2e-4"}, {"cost_model.decode_seq_s", "1e-4"},
-                   {"cost_model.step_overhead_s", "2e-3"}});
-  std::shared_ptr<const CostModel> cost = make_cost_model(cm, model);
+  std::shared_ptr<const CostModel> cost = test::linear_cost(model, 2e-4, 1e-4, 2e-3);
   EngineConfig cfg;
   cfg.max_model_len = 1024;
   cfg.scheduler.max_num_seqs = 8;  // a replica saturates: a queue builds under load

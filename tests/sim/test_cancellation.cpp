@@ -14,17 +14,12 @@
 #include "sim/fleet.h"
 #include "sim/sim_executor.h"
 #include "support/engine_harness.h"
+#include "support/sim_harness.h"
 #include "traces/workload.h"
 
 using namespace testbed;
 
 namespace {
-
-std::shared_ptr<const CostModel> linear_cost(const ModelConfig& model) {
-  CostModelConfig cm;
-  set_options(cm, {{"cost_model.prefill_token_s", "2e-4"}, {"cost_model.decode_seq_s", "1e-4"}});
-  return make_cost_model(cm, model);
-}
 
 std::unique_ptr<Engine> sim_engine(RunRecorder& rec, int num_blocks = 200, int max_num_seqs = 256,
                                    bool prefix_cache = false) {
@@ -32,7 +27,7 @@ std::unique_ptr<Engine> sim_engine(RunRecorder& rec, int num_blocks = 200, int m
   cfg.max_model_len = 1024;
   cfg.scheduler.max_num_seqs = max_num_seqs;
   cfg.cache.prefix_cache = prefix_cache;
-  return std::make_unique<Engine>(0, cfg, num_blocks, std::make_unique<SimExecutor>(linear_cost(test::micro_model(1000)), 1000),
+  return std::make_unique<Engine>(0, cfg, num_blocks, std::make_unique<SimExecutor>(test::linear_cost(test::micro_model(1000)), 1000),
                                   &rec);
 }
 
@@ -162,7 +157,7 @@ TEST_CASE("conservation and KV invariants hold under random cancellations behind
       std::vector<Engine*> raw;
       for (int i = 0; i < 4; ++i) {
         // Few blocks: preemptions and evictions happen too.
-        engines.push_back(std::make_unique<Engine>(i, cfg, 120, std::make_unique<SimExecutor>(linear_cost(model), 1000), &rec));
+        engines.push_back(std::make_unique<Engine>(i, cfg, 120, std::make_unique<SimExecutor>(test::linear_cost(model), 1000), &rec));
         raw.push_back(engines.back().get());
       }
       WorkloadConfig w;

@@ -17,6 +17,7 @@
 #include "sim/prefix_index.h"
 #include "sim/sim_executor.h"
 #include "support/engine_harness.h"
+#include "support/sim_harness.h"
 #include "traces/workload.h"
 
 using namespace testbed;
@@ -44,9 +45,7 @@ WorkloadConfig prompts(int n, double rate, uint64_t seed = 3) {
 FaultRun run(const std::string& router, int instances, const WorkloadConfig& w, const FaultConfig& faults,
              int num_blocks = 300) {
   const ModelConfig model = test::micro_model(1000);
-  CostModelConfig cm;
-  set_options(cm, {{"cost_model.prefill_token_s", "2e-4"}, {"cost_model.decode_seq_s", "1e-4"}});
-  std::shared_ptr<const CostModel> cost = make_cost_model(cm, model);
+  std::shared_ptr<const CostModel> cost = test::linear_cost(model);
   EngineConfig cfg;
   cfg.max_model_len = 1024;
   cfg.scheduler.max_batch_tokens = 512;

@@ -16,6 +16,7 @@
 #include "sim/fleet.h"
 #include "sim/sim_executor.h"
 #include "support/engine_harness.h"
+#include "support/sim_harness.h"
 #include "traces/workload.h"
 
 using namespace testbed;
@@ -46,9 +47,7 @@ struct CacheRun {
 
 CacheRun run(const WorkloadConfig& w, const std::vector<std::pair<std::string, std::string>>& cache_keys) {
   const ModelConfig model = test::micro_model(1000);
-  CostModelConfig cm;
-  set_options(cm, {{"cost_model.prefill_token_s", "2e-4"}, {"cost_model.decode_seq_s", "1e-4"}});
-  std::shared_ptr<const CostModel> cost = make_cost_model(cm, model);
+  std::shared_ptr<const CostModel> cost = test::linear_cost(model);
   EngineConfig cfg;
   cfg.max_model_len = 1024;
   CacheRun out;
