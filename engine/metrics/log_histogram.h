@@ -38,6 +38,13 @@ class LogHistogram {
     return middle(counts_.size() - 1);
   }
 
+  // Calls f(value, count) for every non-empty bin, ascending (value: the bin's middle).
+  template <class F>
+  void for_each_bin(F f) const {
+    for (size_t i = 0; i < counts_.size(); ++i)
+      if (counts_[i] > 0) f(middle(i), counts_[i]);
+  }
+
  private:
   // Bin 0: below 2^kMinExp (and non-positive); last bin: at or above 2^kMaxExp.
   static size_t bin(double v) {

@@ -221,6 +221,17 @@ void ResultsFile::write_requests(const std::vector<RequestRecord>& unsorted) {
   add_column("requests", "reused_blocks", column<int32_t>(r, [](const R& x) { return x.reused_blocks; }));
 }
 
+void ResultsFile::write_itl(const LogHistogram& itl) {
+  std::vector<double> value;
+  std::vector<int64_t> count;
+  itl.for_each_bin([&](double v, int64_t n) {
+    value.push_back(v);
+    count.push_back(n);
+  });
+  add_column("itl", "itl_s", value);
+  add_column("itl", "count", count);
+}
+
 void ResultsFile::write_autoscale(const std::vector<ScaleSample>& s) {
   if (s.empty()) return;
   using S = ScaleSample;

@@ -10,6 +10,7 @@
 //              first_token_s (-1: none), prompt_tokens, output_tokens, reason (0 deadline, 1 tokens, 2 lost)
 //   /steps     instance, start_s, duration_s, num_seqs, prefill_tokens, decode_tokens,
 //              kv_blocks_used, kv_tokens, num_preempted, num_waiting, num_running (the last three after the step)
+//   /itl       itl_s, count: every inter-token gap, binned (0.8% wide), for ITL distributions
 //   /summary   attributes (see summary.h)
 //   /config    attributes: the resolved config, key -> value string
 #pragma once
@@ -64,6 +65,8 @@ class ResultsFile {
   // /autoscale: t, pool, active, starting, draining, desired, signal and every signal
   // (autoscaled runs only; nothing when `samples` is empty).
   void write_autoscale(const std::vector<ScaleSample>& samples);
+  // /itl: the inter-token gaps' histogram (itl_s: a bin's middle, count), non-empty bins ascending.
+  void write_itl(const LogHistogram& itl);
   // /cancelled (see above); nothing when `cancelled` is empty.
   void write_cancelled(const std::vector<CancelRecord>& cancelled);
   // /events: t, event (name), request, instance, bytes (output.events).

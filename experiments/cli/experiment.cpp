@@ -162,6 +162,7 @@ void write_run_files(const std::string& dir, const RunConfig& config, const Opti
   file.write_requests(result.recorder->requests());
   file.write_cancelled(result.recorder->cancelled());
   file.write_autoscale(result.recorder->scale_samples());
+  file.write_itl(result.recorder->itl());
   if (config.output.steps) file.write_steps(result.recorder->steps());
   if (config.output.tokens) file.write_tokens(result.recorder->output_token_ids(), result.recorder->output_tokens());
   file.write_summary(result.summary);

@@ -479,3 +479,34 @@ TEST_CASE("write_tokens writes ragged token ids by request", "[metrics][results_
   }
   CHECK(std::set<int64_t>(req.begin(), req.end()) == std::set<int64_t>{10, 20, 30});
 }
+
+TEST_CASE("write_itl writes every gap's bin, from which the quantiles follow", "[metrics][results_file]") {
+  ScratchDir scratch("itl");
+  const std::string path = scratch.file("run.h5");
+  LogHistogram h;
+  Rng rng(3);
+  for (int i = 0; i < 5000; ++i) h.add(0.01 + 0.05 * rng.uniform() * rng.uniform());
+  {
+    ResultsFile f(path);
+    f.write_itl(h);
+    f.commit();
+  }
+  const auto cols = read_results_columns(path, "itl", {"itl_s", "count"});
+  double total = 0;
+  for (size_t i = 0; i < cols[0].size(); ++i) {
+    if (i > 0) CHECK(cols[0][i] > cols[0][i - 1]);
+    CHECK(cols[1][i] > 0);
+    total += cols[1][i];
+  }
+  CHECK(total == 5000);
+  // The p99 from the table (the first bin whose cumulative count passes 0.99 x (n - 1)) is the histogram's.
+  double seen = 0, p99 = 0;
+  for (size_t i = 0; i < cols[0].size(); ++i) {
+    seen += cols[1][i];
+    if (seen > 0.99 * 4999) {
+      p99 = cols[0][i];
+      break;
+    }
+  }
+  CHECK(p99 == h.quantile(0.99));
+}
