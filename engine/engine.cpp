@@ -18,6 +18,8 @@ void EngineConfig::validate() const {
   cache.validate();
   frontend.validate();
   require(max_model_len > 0, "model.max_model_len", "must be positive");
+  require(on_invalid == "error" || on_invalid == "reject" || on_invalid == "truncate", "trace.on_invalid",
+          "must be reject, error or truncate, got '" + on_invalid + "'");
 }
 
 Engine::Engine(int instance, const EngineConfig& config, int num_blocks, std::unique_ptr<Executor> executor,
@@ -27,7 +29,8 @@ Engine::Engine(int instance, const EngineConfig& config, int num_blocks, std::un
       sink_(sink),
       scheduler_(config.scheduler, kv_, config.max_model_len),
       executor_(std::move(executor)),
-      frontend_(config.frontend) {
+      frontend_(config.frontend),
+      on_invalid_(config.on_invalid) {
   scheduler_.set_hand_off_after_prefill(config.hand_off_after_prefill);
   scheduler_.set_key_prefix(config.key_prefix);
   kv_.set_record_events(sink_ != nullptr);
@@ -38,14 +41,36 @@ void Engine::add_kv_listener(KvEventListener* listener) {
   kv_.set_record_events(true);
 }
 
-void Engine::add_request(Request request, double now) {
+bool Engine::add_request(Request request, double now) {
   auto seq = std::make_unique<Sequence>(std::move(request));
-  scheduler_.check_admissible(*seq);
+  std::string why = scheduler_.admission_error(*seq);
+  if (!why.empty() && on_invalid_ == "truncate") {
+    // Keep the prompt's tail: room for the output within the model's length.
+    const int keep = scheduler_.max_model_len() - seq->max_output_tokens();
+    if (keep >= 1 && seq->num_prompt_tokens() > keep) {
+      Request cut = seq->request();
+      cut.prompt.assign(seq->tokens().end() - keep, seq->tokens().end());
+      cut.prompt_block_hashes.clear();
+      cut.prompt_hash_block_size = 0;
+      seq = std::make_unique<Sequence>(std::move(cut));
+      why = scheduler_.admission_error(*seq);
+    }
+  }
+  if (!why.empty()) {
+    if (on_invalid_ == "error") throw ConfigError(why);
+    if (sink_) {
+      if (seq->request().restarts == 0) sink_->on_arrival(instance_, *seq, now);
+      sink_->on_cancel(instance_, *seq, now, CancelReason::Rejected);
+    }
+    ++num_rejected_;
+    return false;
+  }
   // Hash the prompt's blocks on arrival, as vLLM's engine core does when it
   // adds a request, so scheduling steps only look them up.
   if (kv_.prefix_cache_enabled()) seq->block_hashes(kv_.block_size());
   if (sink_ && seq->request().restarts == 0) sink_->on_arrival(instance_, *seq, now);
   scheduler_.add(std::move(seq), now);
+  return true;
 }
 
 StepOutcome Engine::step(double now, const std::function<double()>& clock) {

@@ -41,6 +41,12 @@ struct EngineConfig {
   FrontendConfig frontend;  // when its tokens become visible to clients (engine/frontend.h)
   int max_model_len = 4096;
   bool hand_off_after_prefill = false;  // a prefill instance of a disaggregated deployment
+  // A request that can never run here (longer than the model or the KV cache,
+  // no output): error (a ConfigError naming the limit), reject (reported as
+  // rejected, the run goes on, as a server answers 400), or truncate (the
+  // prompt's head is cut to fit max_model_len, vLLM's truncate_prompt_tokens;
+  // rejected if it still cannot run). From the workload (trace.on_invalid).
+  std::string on_invalid = "error";
   std::string key_prefix;               // its keys' prefix in errors ("pool.NAME." for a pool's engines)
   // scheduler.*, cache.* and frontend.* (max_model_len is resolved from the model).
   void bind(OptionTable& table);
@@ -55,7 +61,9 @@ class Engine {
 
   int instance() const { return instance_; }
   // A request with restarts > 0 (started over after a failure) is not a new arrival to the sink.
-  void add_request(Request request, double now);
+  // False when it was rejected (EngineConfig::on_invalid): never queued, reported to the sink.
+  bool add_request(Request request, double now);
+  int64_t num_rejected() const { return num_rejected_; }
 
   // A whole step on a clock the driver reads when the executor returns.
   StepOutcome step(double now, const std::function<double()>& clock);
@@ -109,6 +117,8 @@ class Engine {
   Scheduler scheduler_;
   std::unique_ptr<Executor> executor_;
   FrontendConfig frontend_;
+  std::string on_invalid_;
+  int64_t num_rejected_ = 0;
   std::vector<KvEventListener*> listeners_;
   std::map<int64_t, std::unique_ptr<Sequence>> importing_;
 };

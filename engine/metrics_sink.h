@@ -69,6 +69,7 @@ enum class CancelReason : int32_t {
   Deadline = 0,  // its client disconnected after Request::cancel_after_s
   Tokens = 1,    // its client disconnected after Request::cancel_after_tokens tokens
   Lost = 2,      // its instance failed and the fleet does not re-route (fault.on_failure = lose)
+  Rejected = 3,  // it could never run (longer than the model or the KV cache: EngineConfig::on_invalid = reject)
 };
 const char* cancel_reason_name(CancelReason reason);
 

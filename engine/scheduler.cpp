@@ -116,6 +116,11 @@ int64_t Scheduler::num_running_tokens() const {
 }
 
 void Scheduler::check_admissible(const Sequence& seq) const {
+  const std::string why = admission_error(seq);
+  if (!why.empty()) throw ConfigError(why);
+}
+
+std::string Scheduler::admission_error(const Sequence& seq) const {
   const int total = seq.num_prompt_tokens() + seq.max_output_tokens();
   const int blocks = kv_.blocks_needed(std::max(total, reservation_tokens(seq)));
   const char* key = nullptr;
@@ -137,10 +142,10 @@ void Scheduler::check_admissible(const Sequence& seq) const {
     key = "scheduler.max_batch_tokens";
     why = "does not fit one step of " + std::to_string(config_.max_batch_tokens) + " tokens with chunked_prefill off";
   }
-  if (key)
-    throw ConfigError((key[0] == 'c' || key[0] == 's' ? key_prefix_ : std::string()) + key + ": request " + std::to_string(seq.id()) + " (" +
-                      std::to_string(seq.num_prompt_tokens()) + " prompt + " + std::to_string(seq.max_output_tokens()) +
-                      " output tokens) " + why);
+  if (!key) return "";
+  return (key[0] == 'c' || key[0] == 's' ? key_prefix_ : std::string()) + key + ": request " + std::to_string(seq.id()) +
+         " (" + std::to_string(seq.num_prompt_tokens()) + " prompt + " + std::to_string(seq.max_output_tokens()) +
+         " output tokens) " + why;
 }
 
 int Scheduler::chunk_limit(int remaining, int budget) const {

@@ -69,6 +69,9 @@ class Scheduler {
   // configuration (longer than the model, the KV cache, or an unchunked step).
   void add(std::unique_ptr<Sequence> seq, double now);
   void check_admissible(const Sequence& seq) const;
+  // Why `seq` can never run here, naming the limiting key ("" when it can).
+  std::string admission_error(const Sequence& seq) const;
+  int max_model_len() const { return max_model_len_; }
   // A sequence whose KV was imported from another engine: it runs from now on.
   void add_running(std::unique_ptr<Sequence> seq);
   // Prefill instances: a sequence whose prompt is done leaves the engine

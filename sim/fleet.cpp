@@ -149,16 +149,17 @@ SimulationStats Fleet::run(RequestSource& source, const ProgressFn& progress) {
     if (!inst->failed && inst->engine->has_unfinished())
       throw ConfigError("scheduler: instance " + std::to_string(inst->engine->instance()) +
                         " ended with requests it could never run (configuration deadlock)");
-  if (added_ != finished_ + cancelled_ + lost_)
+  if (added_ != finished_ + cancelled_ + lost_ + rejected_)
     throw std::logic_error("fleet: request conservation broken: " + std::to_string(added_) + " arrived, " +
                            std::to_string(finished_) + " finished, " + std::to_string(cancelled_) + " cancelled, " +
-                           std::to_string(lost_) + " lost");
+                           std::to_string(lost_) + " lost, " + std::to_string(rejected_) + " rejected");
   SimulationStats stats;
   stats.simulated_s = loop_.now();
   stats.num_events = loop_.num_processed();
   stats.num_finished = finished_;
   stats.num_cancelled = cancelled_ + lost_;
   stats.num_lost = lost_;
+  stats.num_rejected = rejected_;
   stats.num_restarts = restarts_;
   stats.num_handoffs = handoffs_;
   return stats;
@@ -278,7 +279,12 @@ void Fleet::place(Request request, double now) {
   if (pool.policy) pool.arrivals.push_back(now);
   log(RequestEvent::Kind::Route, now, request.id, target);
   ++routed_[target];
-  instances_[target]->engine->add_request(std::move(request), now);
+  const int64_t id = request.id;
+  if (!instances_[target]->engine->add_request(std::move(request), now)) {  // can never run (trace.on_invalid = reject)
+    log(RequestEvent::Kind::Cancel, now, id, target);
+    ++rejected_;
+    return;
+  }
   kick(target, now);
 }
 

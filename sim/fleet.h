@@ -65,6 +65,7 @@ struct SimulationStats {
   int64_t num_finished = 0;
   int64_t num_cancelled = 0;  // cancelled by their clients, or lost with a failed instance
   int64_t num_lost = 0;       // of which lost (fault.on_failure = lose)
+  int64_t num_rejected = 0;   // requests that could never run (trace.on_invalid = reject)
   int64_t num_restarts = 0;   // requests started over after a failure (fault.on_failure = reroute)
   int64_t num_handoffs = 0;
 };
@@ -160,7 +161,7 @@ class Fleet {
   EventLoop loop_;
   RequestSource* source_ = nullptr;
   const ProgressFn* progress_ = nullptr;
-  int64_t total_ = -1, added_ = 0, finished_ = 0, cancelled_ = 0, lost_ = 0, restarts_ = 0, handoffs_ = 0;
+  int64_t total_ = -1, added_ = 0, finished_ = 0, cancelled_ = 0, lost_ = 0, rejected_ = 0, restarts_ = 0, handoffs_ = 0;
   double last_arrival_ = 0.0;
   bool source_done_ = false;
   std::vector<int64_t> routed_;

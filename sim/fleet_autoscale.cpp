@@ -9,7 +9,9 @@
 
 namespace testbed {
 
-bool Fleet::requests_outstanding() const { return !source_done_ || added_ > finished_ + cancelled_ + lost_; }
+bool Fleet::requests_outstanding() const {
+  return !source_done_ || added_ > finished_ + cancelled_ + lost_ + rejected_;
+}
 
 void Fleet::measure(Pool& pool, double now, AutoscaleSignals& s) {
   const AutoscaleConfig& a = pool.spec.autoscale;

@@ -37,6 +37,11 @@ struct TraceParams : ParamsOf<TraceParams, WorkloadParams> {
   // information, Azure and BurstGPT; lengths stay the trace's).
   int system_prompt_tokens = 0;
   int shared_prefix_tokens() const override { return system_prompt_tokens; }
+  // A request that can never run (longer than the model or the KV cache, no
+  // output): reject it and go on, as a server answers 400 (the default), make it
+  // an error, or truncate the prompt's head to fit the model.
+  std::string on_invalid_mode = "reject";
+  std::string on_invalid() const override { return on_invalid_mode; }
   void bind(OptionTable& t) override {
     format.bind(t);
     t.add_path("trace.path", &path, "trace file (workload.kind = trace)");
@@ -44,6 +49,7 @@ struct TraceParams : ParamsOf<TraceParams, WorkloadParams> {
     t.add("trace.max_requests", &max_requests, "stop after this many requests (0: all)");
     t.add("trace.arrivals", &arrivals, "trace | poisson | gamma | constant (at workload.rate)");
     t.add("trace.output_tokens", &output_tokens, "output length of every request (0: from trace)");
+    t.add("trace.on_invalid", &on_invalid_mode, "reject | error | truncate: a request that can never run");
     t.add("trace.system_prompt_tokens", &system_prompt_tokens,
           "leading prompt tokens every request shares (a system prompt; 0: none)");
   }
@@ -54,6 +60,8 @@ struct TraceParams : ParamsOf<TraceParams, WorkloadParams> {
     require(arrivals == "trace" || arrivals == "poisson" || arrivals == "gamma" || arrivals == "constant",
             "trace.arrivals", "unknown arrivals '" + arrivals + "' (known: constant, gamma, poisson, trace)");
     require(output_tokens >= 0, "trace.output_tokens", "must be >= 0 (0 = from the trace)");
+    require(on_invalid_mode == "reject" || on_invalid_mode == "error" || on_invalid_mode == "truncate", "trace.on_invalid",
+            "must be reject, error or truncate, got '" + on_invalid_mode + "'");
     require(system_prompt_tokens >= 0 && system_prompt_tokens <= (1 << 24), "trace.system_prompt_tokens",
             "must be in [0, 2^24]");
   }

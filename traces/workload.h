@@ -36,6 +36,9 @@ struct WorkloadParams : Params {
   // Leading prompt tokens most requests share (a system prompt, a customer
   // prefix), 0 when unknown: profiles lay out KV the way prefix caching shares it.
   virtual int shared_prefix_tokens() const { return 0; }
+  // What the engine does with a request that can never run (EngineConfig::on_invalid):
+  // a generator's is a configuration error; a trace says with trace.on_invalid.
+  virtual std::string on_invalid() const { return "error"; }
   // Whether the kind sets Request.intent, .embedding and .request_class itself
   // (semantic): workload.intents = overlay is then an error.
   virtual bool sets_intents() const { return false; }

@@ -7,7 +7,7 @@
 //   /requests  id, instance, arrival_s, first_token_s, finish_s, ttft_s, tpot_s, e2e_s,
 //              prompt_tokens, cached_tokens, output_tokens, preemptions
 //   /cancelled (runs with cancellations or lost requests) id, instance, arrival_s, cancel_s,
-//              first_token_s (-1: none), prompt_tokens, output_tokens, reason (0 deadline, 1 tokens, 2 lost)
+//              first_token_s (-1: none), prompt_tokens, output_tokens, reason (0 deadline, 1 tokens, 2 lost, 3 rejected)
 //   /steps     instance, start_s, duration_s, num_seqs, prefill_tokens, decode_tokens,
 //              kv_blocks_used, kv_tokens, num_preempted, num_waiting, num_running (the last three after the step)
 //   /itl       itl_s, count: every inter-token gap, binned (0.8% wide), for ITL distributions

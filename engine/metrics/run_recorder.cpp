@@ -31,6 +31,7 @@ const char* cancel_reason_name(CancelReason reason) {
     case CancelReason::Deadline: return "deadline";
     case CancelReason::Tokens: return "tokens";
     case CancelReason::Lost: return "lost";
+    case CancelReason::Rejected: return "rejected";
   }
   return "?";
 }

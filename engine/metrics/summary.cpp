@@ -72,7 +72,7 @@ Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& sl
   s.set("num_requests", static_cast<double>(rec.num_arrived()));
   s.set("num_finished", static_cast<double>(reqs.size()));
   // Requests that ended unfinished (engine/metrics/run_recorder.h: CancelRecord).
-  int64_t by_reason[3] = {0, 0, 0};
+  int64_t by_reason[4] = {0, 0, 0, 0};
   double wasted_tokens = 0;
   for (const CancelRecord& c : rec.cancelled()) {
     ++by_reason[static_cast<int>(c.reason)];
@@ -80,6 +80,7 @@ Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& sl
   }
   s.set("num_cancelled", static_cast<double>(by_reason[0] + by_reason[1]));
   s.set("num_lost", static_cast<double>(by_reason[2]));
+  s.set("num_rejected", static_cast<double>(by_reason[3]));
   s.set("cancelled_output_tokens", wasted_tokens);
   std::vector<double> ttft, tpot, e2e, normalized;
   double prompt = 0, cached = 0, output = 0, preemptions = 0, restarts = 0, first = INFINITY, last = -INFINITY;
@@ -192,9 +193,11 @@ std::string format_summary(const Summary& s) {
                 s.get("tpot_mean_s"), s.get("tpot_p50_s"), s.get("tpot_p90_s"), s.get("tpot_p99_s"),
                 s.get("e2e_mean_s"), s.get("e2e_p50_s"), s.get("e2e_p90_s"), s.get("e2e_p99_s"));
   std::string out = buf;
-  if (s.get("num_cancelled") > 0 || s.get("num_lost") > 0) {
-    std::snprintf(buf, sizeof buf, "cancelled     %.0f by their clients, %.0f lost to failures (%.0f output tokens wasted)\n",
-                  s.get("num_cancelled"), s.get("num_lost"), s.get("cancelled_output_tokens"));
+  if (s.get("num_cancelled") > 0 || s.get("num_lost") > 0 || s.get("num_rejected") > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "cancelled     %.0f by their clients, %.0f lost to failures, %.0f rejected (could never run; %.0f "
+                  "output tokens wasted)\n",
+                  s.get("num_cancelled"), s.get("num_lost"), s.get("num_rejected"), s.get("cancelled_output_tokens"));
     out += buf;
   }
   if (s.has("transfer_mean_s")) {

@@ -54,6 +54,7 @@ InstanceSetup prepare_instances(const RunConfig& config, const ModelConfig& mode
                                 const CostModelConfig& cost) {
   InstanceSetup s;
   s.engine = engine;
+  s.engine.on_invalid = config.workload.params().on_invalid();
   s.engine.max_model_len = config.model.max_model_len > 0 ? config.model.max_model_len : model.max_position_embeddings;
   require(s.engine.max_model_len > 0, "model.max_model_len", "must be positive");
   if (!cost.hardware.empty()) require_file("cost_model.hardware", cost.hardware);

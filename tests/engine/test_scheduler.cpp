@@ -199,6 +199,51 @@ TEST_CASE("requests that can never run are rejected with the limiting key", "[sc
   CHECK_THROWS_WITH(small->add_request(r, 0), Catch::Contains("cache.num_blocks"));
 }
 
+TEST_CASE("on_invalid rejects, truncates or refuses a request that can never run", "[scheduler][on_invalid]") {
+  Request too_long;
+  too_long.id = 7;
+  too_long.prompt = std::vector<int32_t>(100, 1);
+  for (int i = 0; i < 100; ++i) too_long.prompt[i] = i;  // the tail is what truncation keeps
+  too_long.max_output_tokens = 10;
+  Request fine = too_long;
+  fine.id = 8;
+  fine.prompt.resize(20);
+  EngineConfig cfg;
+  cfg.max_model_len = 64;
+
+  cfg.on_invalid = "error";
+  CHECK_THROWS_WITH(sim_engine(cfg, 100, nullptr)->add_request(too_long, 0), Catch::Contains("model.max_model_len"));
+
+  cfg.on_invalid = "reject";
+  RunRecorder rec;
+  auto engine = sim_engine(cfg, 100, &rec);
+  CHECK_FALSE(engine->add_request(too_long, 0));
+  CHECK(engine->add_request(fine, 0));
+  CHECK(engine->num_rejected() == 1);
+  test::run_virtual(*engine, {});
+  REQUIRE(rec.cancelled().size() == 1);
+  CHECK(rec.cancelled()[0].id == 7);
+  CHECK(rec.cancelled()[0].reason == CancelReason::Rejected);
+  CHECK(rec.num_arrived() == 2);
+  CHECK(rec.num_finished() == 1);
+  CHECK(engine->kv_cache().num_used_blocks() == 0);
+  CHECK(summarize(rec, 1, SloConfig{}).get("num_rejected") == 1);
+
+  cfg.on_invalid = "truncate";
+  RunRecorder with_tokens(true, true);
+  auto cut = sim_engine(cfg, 100, &with_tokens);
+  CHECK(cut->add_request(too_long, 0));
+  test::run_virtual(*cut, {});
+  REQUIRE(with_tokens.num_finished() == 1);
+  CHECK(with_tokens.requests()[0].prompt_tokens == 64 - 10);  // the model's length less the output
+  CHECK(with_tokens.requests()[0].output_tokens == 10);
+  // Still impossible after truncation (no room for even the output): rejected.
+  Request no_room = too_long;
+  no_room.max_output_tokens = 64;
+  CHECK_FALSE(cut->add_request(no_room, 0));
+  CHECK(cut->num_rejected() == 1);
+}
+
 TEST_CASE("kv_reservation reserves each admitted sequence's length up front and paging wastes least",
           "[scheduler][reservation]") {
   // 40 requests of varied lengths arriving at once into a cache of 64 blocks of 8 tokens.

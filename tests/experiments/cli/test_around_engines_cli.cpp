@@ -224,3 +224,33 @@ TEST_CASE("the semantic cache in a real CPU run: the model embeds, the lookups a
     CHECK(real.output.find("driver.mode = simulated") != std::string::npos);
   }
 }
+
+TEST_CASE("a trace request that can never run is rejected and counted, or an error, or truncated", "[cli][on_invalid]") {
+  const fs::path dir = scratch("on_invalid");
+  // The micro model holds 512 tokens; the second request (1,100 + 6) never fits.
+  std::ofstream(dir / "t.jsonl") << "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [0]}\n"
+                                    "{\"timestamp\": 10, \"input_length\": 1100, \"output_length\": 6, \"hash_ids\": [0, 1, 2]}\n"
+                                    "{\"timestamp\": 20, \"input_length\": 200, \"output_length\": 4, \"hash_ids\": [3]}\n";
+  const fs::path cfg = write_config(dir, "o.ini", "",
+                                    "[workload]\nkind = trace\n[trace]\nformat = mooncake\npath = t.jsonl\n");
+  const Outcome o = run(cfg, dir / "a");
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  CHECK(o.output.find("1 rejected") != std::string::npos);
+  CHECK(summary(dir / "a", "num_rejected") == 1);
+  CHECK(summary(dir / "a", "num_finished") == 2);
+  const auto c = read_group(dir / "a" / "results.h5", "cancelled");
+  REQUIRE(c.at("id").size() == 1);
+  CHECK(c.at("id")[0] == 1);
+  CHECK(c.at("reason")[0] == 3);
+  const Outcome error = run(cfg, dir / "b", "--trace.on_invalid=error");
+  CHECK(error.status == 2);
+  CHECK(error.output.find("model.max_model_len: request 1") != std::string::npos);
+  REQUIRE(run(cfg, dir / "c", "--trace.on_invalid=truncate").status == 0);
+  const auto r = read_group(dir / "c" / "results.h5", "requests");
+  REQUIRE(r.at("id").size() == 3);
+  CHECK(r.at("prompt_tokens")[1] == 512 - 6);  // the prompt's head cut to fit the model with its output
+  const Outcome bad = run(cfg, dir / "x", "--trace.on_invalid=skip");
+  CHECK(bad.status == 2);
+  CHECK(bad.output.find("trace.on_invalid") != std::string::npos);
+}
