@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "engine/common/config_error.h"
 #include "engine/driver.h"
 #include "engine/metrics/fleet_metrics.h"
@@ -155,6 +157,16 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) 
   return result;
 }
 
+void require_writable_dir(const std::string& dir, const std::string& flag) {
+  // The directory, or the nearest of its parents that exists (the run creates the rest).
+  fs::path p = fs::absolute(fs::path(dir)).lexically_normal();
+  while (!p.empty() && !fs::exists(p) && p != p.parent_path()) p = p.parent_path();
+  if (!fs::is_directory(p))
+    throw ConfigError(flag + ": cannot create the directory '" + dir + "': '" + p.string() + "' is not a directory");
+  if (::access(p.c_str(), W_OK | X_OK) != 0)
+    throw ConfigError(flag + ": cannot write in '" + p.string() + "' (for '" + dir + "')");
+}
+
 void write_run_files(const std::string& dir, const RunConfig& config, const OptionTable& table,
                      const ExperimentResult& result, const std::function<void(ResultsFile&)>& extra) {
   fs::create_directories(dir);
@@ -177,7 +189,12 @@ void write_run_files(const std::string& dir, const RunConfig& config, const Opti
   write_provenance(file);
   if (extra) extra(file);
   write_text_atomically(fs::path(dir) / "config.ini", table.to_ini());
-  if (config.output.timeline) write_timeline((fs::path(dir) / "timeline.json").string(), result.recorder->steps());
+  if (config.output.timeline) {
+    write_timeline((fs::path(dir) / "timeline.json").string(), result.recorder->steps());
+  } else {
+    std::error_code ec;  // an earlier run's timeline would sit beside results it does not belong to
+    fs::remove(fs::path(dir) / "timeline.json", ec);
+  }
   // Last: a results.h5 in DIR means the run completed and wrote everything (sweeps resume on it).
   file.commit();
 }

@@ -29,6 +29,11 @@ struct ExperimentResult {
   std::string executor, mode;
 };
 
+// Checks, before a run spends its time, that `dir` can be written (it, or the
+// nearest parent that exists, is a writable directory); creates nothing. A
+// ConfigError naming `flag` ("--output") otherwise.
+void require_writable_dir(const std::string& dir, const std::string& flag);
+
 // Every request that arrived finished, or was cancelled or lost (counted): the
 // run's conservation law. Throws std::logic_error (an internal error) when not.
 void check_conservation(const RunRecorder& rec);

@@ -35,6 +35,7 @@ int run_command(const std::vector<std::string>& args) {
   table.add_flag("output", &output_dir, "results directory");
   load_run_config(config_path, {args.begin() + 1, args.end()}, config, table);
   if (output_dir.empty()) output_dir = default_output_dir(config_path);
+  require_writable_dir(output_dir, "--output");  // before the run, not after it
 
   const RunSetup setup = prepare_run(config);
   std::string capacity = std::to_string(setup.num_blocks) + " KV blocks of " + std::to_string(setup.engine.cache.block_size) +

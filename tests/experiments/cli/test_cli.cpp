@@ -234,6 +234,29 @@ TEST_CASE("output.timeline writes a Chrome trace with one event per step", "[cli
   CHECK(first["dur"].get<double>() == Approx(steps.at("duration_s")[0] * 1e6));
 }
 
+TEST_CASE("a rerun without output.timeline removes the earlier run's timeline", "[cli]") {
+  const fs::path dir = scratch("stale_timeline");
+  const fs::path ini = write_config(dir);
+  REQUIRE(run_cli("run " + ini.string() + " --output.timeline=true --output " + (dir / "t").string()).status == 0);
+  REQUIRE(fs::exists(dir / "t" / "timeline.json"));
+  REQUIRE(run_cli("run " + ini.string() + " --output " + (dir / "t").string()).status == 0);
+  CHECK_FALSE(fs::exists(dir / "t" / "timeline.json"));  // it would describe another run's steps
+  CHECK(fs::exists(dir / "t" / "results.h5"));
+}
+
+TEST_CASE("an output directory that cannot be written is an error before the run, and nothing is written", "[cli]") {
+  const fs::path dir = scratch("unwritable");
+  const fs::path ini = write_config(dir);
+  std::ofstream(dir / "file.txt") << "not a directory\n";
+  const Outcome o = run_cli("run " + ini.string() + " --output " + (dir / "file.txt" / "out").string());
+  INFO(o.output);
+  CHECK(o.status == 2);
+  CHECK(o.output.find("--output") != std::string::npos);
+  CHECK(o.output.find("is not a directory") != std::string::npos);
+  CHECK(o.output.find("requests ") == std::string::npos);  // it never ran
+  CHECK(fs::is_regular_file(dir / "file.txt"));
+}
+
 TEST_CASE("results record their provenance: commit, version, command line, machine", "[cli]") {
   const fs::path dir = scratch("provenance");
   const fs::path ini = write_config(dir);
