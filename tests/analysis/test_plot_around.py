@@ -138,6 +138,24 @@ class PlotAroundTest(unittest.TestCase):
         p = run_script("papers/latency-budget/plot.py", "--results", os.path.join(self.tmp.name, "none"), "--out", out)
         self.assertNotEqual(p.returncode, 0)
 
+    def test_compare(self):
+        runs = []
+        for k, seqs in enumerate(["256", "2"]):
+            path = os.path.join(self.tmp.name, f"run{k}", "results.h5")
+            req = {"id": np.arange(5), "ttft_s": np.linspace(0.1, 0.5, 5) * (k + 1),
+                   "tpot_s": np.full(5, 0.01), "e2e_s": np.linspace(1, 2, 5)}
+            write_run(path, summary(0.5), req, config={"scheduler.max_num_seqs": seqs, "workload.rate": "2"})
+            runs.append(os.path.dirname(path))
+        out = os.path.join(self.tmp.name, "cmp.png")
+        p = run_script("analysis/compare.py", *runs, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.path.getsize(out) > 0)
+        self.assertIn("[1] max_num_seqs=256:", p.stdout)
+        self.assertIn("[2] max_num_seqs=2:", p.stdout)
+        self.assertNotIn("rate=", p.stdout)
+        p = run_script("analysis/compare.py", runs[0], "--out", out)
+        self.assertNotEqual(p.returncode, 0)
+
 
 if __name__ == "__main__":
     unittest.main()
