@@ -136,6 +136,11 @@ class Fleet {
   void start_replica(int i, double now);
   void turn_off(int i, double now);
   void report_scale(int p, double now, int desired, double signal, const AutoscaleSignals& s);
+  struct ReplicaCount {
+    int active = 0, starting = 0, draining = 0;
+  };
+  // A pool's replicas by state, failed ones left out.
+  ReplicaCount count_replicas(const Pool& pool) const;
   bool requests_outstanding() const;
   void kick(int i, double now);
   void start_step(int i, double now);

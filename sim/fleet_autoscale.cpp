@@ -34,11 +34,9 @@ void Fleet::measure(Pool& pool, double now, AutoscaleSignals& s) {
   while (!pool.arrivals.empty() && pool.arrivals.front() <= from) pool.arrivals.pop_front();
   while (!pool.ttfts.empty() && pool.ttfts.front().first <= from) pool.ttfts.pop_front();
   double replica_ticks = 0, replica_seconds = 0;
-  int n = 0;
   for (size_t k = 0; k < pool.ticks.size(); ++k) {
     const Pool::Tick& t = pool.ticks[k];
     if (t.t <= from && pool.ticks.size() > 1) continue;
-    ++n;
     replica_ticks += t.active;
     s.queue_depth += t.queue;
     s.active_seqs += t.running;
@@ -59,7 +57,18 @@ void Fleet::measure(Pool& pool, double now, AutoscaleSignals& s) {
   std::vector<double> t;
   for (const auto& x : pool.ttfts) t.push_back(x.second);
   s.ttft_p95 = t.empty() ? 0.0 : percentile(t, 95);
-  (void)n;
+}
+
+Fleet::ReplicaCount Fleet::count_replicas(const Pool& pool) const {
+  ReplicaCount c;
+  for (size_t k = 0; k < pool.spec.engines.size(); ++k) {
+    const Instance& inst = *instances_[pool.first + static_cast<int>(k)];
+    if (inst.failed) continue;
+    c.active += inst.state == Instance::State::Active;
+    c.starting += inst.state == Instance::State::Starting;
+    c.draining += inst.state == Instance::State::Draining;
+  }
+  return c;
 }
 
 void Fleet::evaluate(int p, double now) {
@@ -68,15 +77,8 @@ void Fleet::evaluate(int p, double now) {
   const int size = static_cast<int>(pool.spec.engines.size());
   AutoscaleSignals s;
   measure(pool, now, s);
-  int active = 0, starting = 0, draining = 0;
-  for (int k = 0; k < size; ++k) {
-    const Instance& inst = *instances_[pool.first + k];
-    if (inst.failed) continue;
-    active += inst.state == Instance::State::Active;
-    starting += inst.state == Instance::State::Starting;
-    draining += inst.state == Instance::State::Draining;
-  }
-  const int current = active + starting;
+  const ReplicaCount before = count_replicas(pool);
+  const int current = before.active + before.starting;  // draining ones are on their way out
   const double signal = s.get(a.signal);
   // The first evaluation has no window behind it yet (no busy time to divide): it changes nothing.
   const int asked = pool.ticks.size() < 2 ? current : pool.policy->desired(current, signal);
@@ -93,7 +95,6 @@ void Fleet::evaluate(int p, double now) {
   if (desired > current) scale_up(pool, desired - current, now);
   if (desired < current) scale_down(pool, current - desired, now);
   report_scale(p, now, desired, signal, s);
-  (void)draining;
   if (requests_outstanding()) loop_.at(now + a.interval_s, kRankControl, [this, p](double t) { evaluate(p, t); });
 }
 
@@ -103,13 +104,10 @@ void Fleet::report_scale(int p, double now, int desired, double signal, const Au
   ScaleSample x;
   x.t = now;
   x.pool = p;
-  for (size_t k = 0; k < pool.spec.engines.size(); ++k) {  // after the change
-    const Instance& inst = *instances_[pool.first + static_cast<int>(k)];
-    if (inst.failed) continue;
-    x.active += inst.state == Instance::State::Active;
-    x.starting += inst.state == Instance::State::Starting;
-    x.draining += inst.state == Instance::State::Draining;
-  }
+  const ReplicaCount c = count_replicas(pool);  // after the change
+  x.active = c.active;
+  x.starting = c.starting;
+  x.draining = c.draining;
   x.desired = desired;
   x.signal = signal;
   x.queue_depth = s.queue_depth;
