@@ -138,6 +138,15 @@ EngineConfig tiny_engine_config() {
   return cfg;
 }
 
+// The tiny model with dummy weights on a CPU engine of 64 blocks, reporting to `sink`.
+std::unique_ptr<Engine> tiny_cpu_engine(const ModelConfig& model, MetricsSink* sink) {
+  const EngineConfig cfg = tiny_engine_config();
+  const int blocks = 64;
+  return std::make_unique<Engine>(
+      0, cfg, blocks, std::make_unique<CpuExecutor>(model, make_dummy_weights(model, 1), blocks, 16, cfg.max_model_len),
+      sink);
+}
+
 }  // namespace
 
 TEST_CASE("CpuExecutor::embed: deterministic mean of the final-norm hidden states, as the prefill computes them",
@@ -314,11 +323,9 @@ TEST_CASE("ingress: without a model embedding the request's own is looked up, an
 TEST_CASE("ingress: an offline CPU run answers the repeats whose first copy finished before them", "[ingress]") {
   const ModelConfig model = ModelConfig::from_json_file("experiments/models/tiny.json");
   const std::vector<Request> reqs = requests_with_repeats(model.vocab_size);
-  const EngineConfig cfg = tiny_engine_config();
   LoggingRecorder rec;
-  const int blocks = 64;
-  Engine engine(0, cfg, blocks,
-                std::make_unique<CpuExecutor>(model, make_dummy_weights(model, 1), blocks, 16, cfg.max_model_len), &rec);
+  const auto engine_ptr = tiny_cpu_engine(model, &rec);
+  Engine& engine = *engine_ptr;
   SemanticCacheConfig config;
   config.enabled = true;
   config.tau = 1.0;
@@ -342,8 +349,8 @@ TEST_CASE("ingress: an offline CPU run answers the repeats whose first copy fini
   for (const auto& [id, s] : ingress.lookup_seconds()) CHECK(s > 0.0);
   // The same run twice decides the same way (admission follows the engine's queue, not the clock).
   LoggingRecorder rec2;
-  Engine engine2(0, cfg, blocks,
-                 std::make_unique<CpuExecutor>(model, make_dummy_weights(model, 1), blocks, 16, cfg.max_model_len), &rec2);
+  const auto engine2_ptr = tiny_cpu_engine(model, &rec2);
+  Engine& engine2 = *engine2_ptr;
   Ingress ingress2(config, engine2.executor(), &rec2);
   ListSource source2(reqs);
   run_offline(engine2, source2, nullptr, nullptr, &ingress2);
@@ -364,11 +371,9 @@ TEST_CASE("ingress: a realtime CPU run looks up each arrival and answers only wh
   const ModelConfig model = ModelConfig::from_json_file("experiments/models/tiny.json");
   std::vector<Request> reqs = requests_with_repeats(model.vocab_size);
   for (size_t i = 0; i < reqs.size(); ++i) reqs[i].arrival_s = 0.004 * static_cast<double>(i);
-  const EngineConfig cfg = tiny_engine_config();
   LoggingRecorder rec;
-  const int blocks = 64;
-  Engine engine(0, cfg, blocks,
-                std::make_unique<CpuExecutor>(model, make_dummy_weights(model, 1), blocks, 16, cfg.max_model_len), &rec);
+  const auto engine_ptr = tiny_cpu_engine(model, &rec);
+  Engine& engine = *engine_ptr;
   SemanticCacheConfig config;
   config.enabled = true;
   config.tau = 1.0;
