@@ -11,11 +11,16 @@ namespace testbed {
 void SimulatedDriverParams::bind(OptionTable& t) {
   fleet.bind(t);
   router.bind(t);
+  // Pools and their link serve the wall-clock prefill/decode pair too: used in every mode.
+  t.suspend_conditions();
   link.bind(t);
+  t.resume_conditions();
   faults.bind(t);
   autoscale.bind(t);
   model_routing.bind(t);
+  t.suspend_conditions();
   for (PoolConfig& p : pools) p.bind(t);
+  t.resume_conditions();
 }
 
 void SimulatedDriverParams::validate() const {

@@ -41,7 +41,11 @@ class Choice {
   // Binds the key and the keys of every registered candidate.
   void bind(OptionTable& table) {
     table.add(key_, &name, help_ + " (" + Registry::instance().names_joined() + ")");
-    for (const std::string& n : Registry::instance().names()) params(n).bind(table);
+    for (const std::string& n : Registry::instance().names()) {
+      table.push_condition(key_, n);  // a candidate's keys are used when it is the one chosen
+      params(n).bind(table);
+      table.pop_condition();
+    }
   }
   // A registered name, and valid parameters for every candidate (chosen or
   // not: a bad value in a config never waits for the run that selects it).

@@ -112,6 +112,7 @@ void OptionTable::pop_prefix() {
 }
 
 void OptionTable::inherit(const std::string& prefix) {
+  inherited_prefixes_.push_back(prefix);
   for (Entry& e : entries_) {
     if (e.set || e.kind == Kind::Flag || e.key.compare(0, prefix.size(), prefix) != 0) continue;
     auto it = index_.find(e.key.substr(prefix.size()));
@@ -120,6 +121,67 @@ void OptionTable::inherit(const std::string& prefix) {
     for (Binding& b : e.bindings)
       if (!b.assign(v)) throw std::logic_error("OptionTable: cannot inherit '" + e.key + "'");
   }
+}
+
+void OptionTable::push_condition(const std::string& key, const std::string& value) {
+  conditions_.emplace_back(prefixes_.empty() ? key : prefixes_.back() + key, value);
+}
+
+void OptionTable::pop_condition() {
+  if (conditions_.empty()) throw std::logic_error("OptionTable: pop_condition without push_condition");
+  conditions_.pop_back();
+}
+
+void OptionTable::suspend_conditions() {
+  suspended_.push_back(std::move(conditions_));
+  conditions_.clear();
+}
+
+void OptionTable::resume_conditions() {
+  if (suspended_.empty()) throw std::logic_error("OptionTable: resume_conditions without suspend_conditions");
+  conditions_ = std::move(suspended_.back());
+  suspended_.pop_back();
+}
+
+void OptionTable::resolve_as(const std::string& key, const std::string& value) { resolved_as_[key] = value; }
+
+bool OptionTable::conditions_hold(const Entry& e) const {
+  if (e.always_used) return true;
+  for (const std::vector<Condition>& all_of : e.used_when) {
+    bool holds = true;
+    for (const auto& [key, value] : all_of) {
+      auto r = resolved_as_.find(key);
+      holds = holds && (r != resolved_as_.end() ? r->second : contains(key) ? this->value(key) : std::string()) == value;
+    }
+    if (holds) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> OptionTable::unused_keys() const {
+  std::vector<std::string> out;
+  for (const Entry& e : entries_) {
+    if (!e.set || e.kind == Kind::Flag || e.bindings.front().get() == e.default_text || conditions_hold(e)) continue;
+    bool inherited = false;  // pool.NAME.router.type = weighted makes a top-level router.weight_kv its default
+    for (const std::string& prefix : inherited_prefixes_) {
+      auto it = index_.find(prefix + e.key);
+      inherited = inherited || (it != index_.end() && !entries_[it->second].set && conditions_hold(entries_[it->second]));
+    }
+    if (inherited) continue;
+    // Why: the first unmet condition of each way the key could be used.
+    std::string is, applies;
+    for (const std::vector<Condition>& all_of : e.used_when)
+      for (const auto& [key, value] : all_of) {
+        auto r = resolved_as_.find(key);
+        const std::string actual = r != resolved_as_.end() ? r->second : contains(key) ? this->value(key) : "";
+        if (actual == value) continue;
+        if (is.find(key + " is ") == std::string::npos) is += (is.empty() ? "" : ", ") + key + " is " + actual;
+        applies += (applies.empty() ? "" : " or ") + key + " = " + value;
+        break;
+      }
+    out.push_back(e.key + ": not used: " + is + " (it applies to " + applies + ")");
+  }
+  return out;
 }
 
 std::vector<std::string> OptionTable::mentioned_keys(const std::vector<std::string>& args,
@@ -148,9 +210,17 @@ void OptionTable::add_entry(const std::string& short_key, Binding binding, const
     if (e.kind != kind || e.bindings.front().type != binding.type || e.default_text != binding.get())
       throw std::logic_error("OptionTable: '" + key + "' bound twice with a different type or default");
     e.bindings.push_back(std::move(binding));
+    if (conditions_.empty())
+      e.always_used = true;
+    else
+      e.used_when.push_back(conditions_);
     return;
   }
   Entry e;
+  if (conditions_.empty())
+    e.always_used = true;
+  else
+    e.used_when.push_back(conditions_);
   e.key = key;
   if (kind != Kind::Flag && !prefixes_.empty()) e.section = prefixes_.back().substr(0, prefixes_.back().size() - 1);
   e.help = help;
@@ -271,8 +341,12 @@ void OptionTable::parse(const std::vector<std::string>& args, const std::string*
     const std::string key = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     if (!index_.count(key)) throw ConfigError("command line: unknown option '--" + key + "'");
     std::string value;
+    const Entry& entry = entries_[index_.at(key)];
+    const bool switch_flag = entry.kind == Kind::Flag && entry.bindings.front().type == std::string("true or false");
     if (eq != std::string::npos) {
       value = a.substr(eq + 1);
+    } else if (switch_flag && (i + 1 >= args.size() || args[i + 1].compare(0, 2, "--") == 0)) {
+      value = "true";  // a boolean flag alone (--overwrite)
     } else if (i + 1 < args.size()) {
       value = args[++i];
     } else {

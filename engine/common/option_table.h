@@ -82,6 +82,26 @@ class OptionTable {
   // After parse(): every key PREFIX + K that was not set takes the current
   // value of K (it stays "not set"). Pools inherit the top-level keys this way.
   void inherit(const std::string& prefix);
+  // Keys added between push_condition(K, V) and pop_condition() are used only
+  // when key K (K after the current prefix, as add() would name it) has the
+  // value V; nested conditions must all hold, and a key bound in several places
+  // is used when any of them holds. Choice binds each candidate's keys so.
+  void push_condition(const std::string& key, const std::string& value);
+  void pop_condition();
+  // Keys added between these two are used whatever the conditions around them
+  // (a simulated driver's pools also serve the wall-clock disaggregated run).
+  void suspend_conditions();
+  void resume_conditions();
+  // The value a condition on `key` compares with, when it is not the key's own
+  // text (driver.mode = auto is simulated or realtime once resolved).
+  void resolve_as(const std::string& key, const std::string& value);
+  // After parse(): the keys a config set (to other than their default: a
+  // resolved config.ini states every key) that the run will not use, since the
+  // component they belong to is not the one chosen; each with why, e.g.
+  // "router.weight_kv: not used: router.type is round_robin (it applies to router.type = weighted)".
+  // A top-level key that a prefix inherit()s counts as used where the inheriting key is.
+  std::vector<std::string> unused_keys() const;
+
   // The keys `args` and `ini_text` mention, without checking them (parse()
   // does): how a config's dynamic sections ([pool.NAME]) are discovered before binding.
   static std::vector<std::string> mentioned_keys(const std::vector<std::string>& args,
@@ -109,8 +129,11 @@ class OptionTable {
     std::function<bool(const std::string&)> assign;
     std::function<std::string()> get;
   };
+  using Condition = std::pair<std::string, std::string>;  // key, value
   struct Entry {
     std::string key, help, default_text;
+    bool always_used = false;                          // bound outside any condition
+    std::vector<std::vector<Condition>> used_when;     // else: any of these, all of its conditions
     std::string section;  // to_ini()'s section ("" : the key's first component)
     Kind kind = Kind::Key;
     std::vector<Binding> bindings;
@@ -145,7 +168,13 @@ class OptionTable {
   std::vector<Entry> entries_;
   std::map<std::string, size_t> index_;
   std::string config_dir_;
+  bool conditions_hold(const Entry& e) const;
+
   std::vector<std::string> prefixes_;
+  std::vector<Condition> conditions_;
+  std::vector<std::vector<Condition>> suspended_;
+  std::map<std::string, std::string> resolved_as_;
+  std::vector<std::string> inherited_prefixes_;
 };
 
 // Sets keys of any config object that binds itself (`obj.bind(table)`), by name:

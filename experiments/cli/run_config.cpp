@@ -189,6 +189,47 @@ void check_ingress_keys(const RunConfig& config, const OptionTable& table) {
                       "driver.mode = simulated");
 }
 
+// Set keys the run will not use (their component is not chosen, or another key
+// decides in their place) and settings that contradict each other: warnings.
+std::vector<std::string> unused_settings(const RunConfig& config, OptionTable& table) {
+  table.resolve_as("driver.mode", config.driver_mode());
+  std::vector<std::string> out = table.unused_keys();
+  // Set to something other than its default: a resolved config.ini states every key.
+  const auto set = [&](const std::string& key) { return table.was_set(key) && table.value(key) != table.default_value(key); };
+  const auto unused = [&](const std::string& key, const std::string& why) {
+    if (set(key)) out.push_back(key + ": not used: " + why);
+  };
+  const WorkloadConfig& w = config.workload;
+  if (w.kind.name == "trace") {
+    unused("workload.num_requests", "the trace gives the requests (trace.max_requests caps how many)");
+    unused("workload.output_tokens", "the trace gives each output length (trace.output_tokens overrides them)");
+    if (table.value("trace.arrivals") == "trace")
+      for (const char* key : {"workload.rate", "workload.arrival", "workload.burstiness"})
+        unused(key, "the trace's timestamps give the arrivals (trace.arrivals = trace; poisson, gamma or constant "
+                    "generate them at workload.rate)");
+    else if (table.value("trace.arrivals") != "gamma")
+      unused("workload.burstiness", "it shapes gamma arrivals, and trace.arrivals is " + table.value("trace.arrivals"));
+  } else if (w.arrival != "gamma") {
+    unused("workload.burstiness", "it shapes gamma arrivals, and workload.arrival is " + w.arrival);
+  }
+  if (!config.spec.enabled())
+    for (const char* key : {"spec.num_tokens", "spec.max_batch_size", "spec.verify", "spec.acceptance"})
+      unused(key, "spec.method is none (no speculative decoding)");
+  if (!config.needs_cost_model())
+    for (const auto& [key, value] : table.resolved())
+      if (starts_with(key, "cost_model.") && key != "cost_model.hardware" && key != "cost_model.tensor_parallel")
+        unused(key, "executor " + config.executor.kind.name + " with executor.timing = " + config.executor.timing +
+                        " measures its steps (a cost model times them with executor.kind = sim or executor.timing = cost_model)");
+  const SchedulerConfig& sch = config.engine.scheduler;
+  if (!sch.chunked_prefill)
+    unused("scheduler.chunk_size", "scheduler.chunked_prefill is false (a prompt is prefilled in one step)");
+  else if (sch.chunk_size > sch.max_batch_tokens)
+    out.push_back("scheduler.chunk_size: " + std::to_string(sch.chunk_size) + " is larger than scheduler.max_batch_tokens (" +
+                  std::to_string(sch.max_batch_tokens) + "): no chunk exceeds the step's budget, so chunks are at most " +
+                  std::to_string(sch.max_batch_tokens) + " tokens; lower chunk_size or raise max_batch_tokens");
+  return out;
+}
+
 }  // namespace
 
 std::string require_file(const std::string& key, const std::string& path) {
@@ -241,6 +282,11 @@ void load_run_config(const std::string& config_path, const std::vector<std::stri
   config.validate();
   check_pool_keys(config, table);
   check_ingress_keys(config, table);
+  config.warnings = unused_settings(config, table);
+}
+
+void print_warnings(const RunConfig& config) {
+  for (const std::string& w : config.warnings) std::fprintf(stderr, "testbed: warning: %s\n", w.c_str());
 }
 
 }  // namespace testbed

@@ -68,6 +68,10 @@ struct RunConfig {
   double requests_per_day = 1e6;  // metrics.requests_per_day: the rate per-day figures assume
 
   std::string config_path;  // the INI file it was read from
+  // Keys the config set that the run will not use, and settings that contradict
+  // each other without being errors: found by load_run_config, printed once
+  // ("testbed: warning: ..."), recorded in the results file (/run warnings).
+  std::vector<std::string> warnings;
 
   void bind(OptionTable& table);
   // Checks every component and the rules between them; throws ConfigError naming the key.
@@ -94,6 +98,8 @@ struct RunConfig {
 // `table` with add_flag before the call.
 void load_run_config(const std::string& config_path, const std::vector<std::string>& args, RunConfig& config,
                      OptionTable& table);
+// Prints config.warnings on stderr, one "testbed: warning: ..." line each.
+void print_warnings(const RunConfig& config);
 
 // The file a path key names, or a ConfigError naming the key.
 std::string require_file(const std::string& key, const std::string& path);

@@ -205,3 +205,96 @@ TEST_CASE("a Choice binds every candidate's keys and validates them all", "[opti
   CHECK(v.value("scheduler.policy") == "priority");
   CHECK(copy.create() != nullptr);
 }
+
+TEST_CASE("a key of a candidate that is not chosen is reported unused, with why", "[options][registry]") {
+  const auto unused_after = [](const std::vector<std::string>& args) {
+    Choice<SchedulingPolicyRegistry> policy{"scheduler.policy", "fcfs", "scheduling policy"};
+    OptionTable t;
+    policy.bind(t);
+    t.parse(args);
+    return t.unused_keys();
+  };
+  const std::vector<std::string> u = unused_after({"--scheduler.priority_aging_s=5"});
+  REQUIRE(u.size() == 1);
+  CHECK(u[0] == "scheduler.priority_aging_s: not used: scheduler.policy is fcfs (it applies to scheduler.policy = priority)");
+  // Chosen, it is used; set to its default it changes nothing (a resolved config.ini states every key).
+  CHECK(unused_after({"--scheduler.priority_aging_s=5", "--scheduler.policy=priority"}).empty());
+  OptionTable defaults;
+  Choice<SchedulingPolicyRegistry> p{"scheduler.policy", "fcfs", "scheduling policy"};
+  p.bind(defaults);
+  const std::string aging_default = defaults.default_value("scheduler.priority_aging_s");
+  CHECK(unused_after({"--scheduler.priority_aging_s=" + aging_default}).empty());
+  CHECK(unused_after({}).empty());
+}
+
+TEST_CASE("unused keys: conditions nest, resolve, suspend, and follow inheritance", "[options]") {
+  std::string mode = "auto", router = "a";
+  double a_weight = 1, b_weight = 1, pool_weight = 1, size = 1;
+  std::string pool_router = "a";
+  OptionTable t;
+  t.add("driver.mode", &mode, "auto | sim | real");
+  t.push_condition("driver.mode", "sim");
+  t.add("router.type", &router, "a | b");
+  t.push_condition("router.type", "b");
+  t.add("router.weight", &b_weight, "b's weight");
+  t.pop_condition();
+  t.suspend_conditions();
+  t.add("pool.size", &size, "used in every mode");
+  t.resume_conditions();
+  t.pop_condition();
+  t.push_prefix("pool.p.");
+  t.add("router.type", &pool_router, "a | b");
+  t.push_condition("router.type", "b");  // named after the prefix: pool.p.router.type
+  t.add("router.weight", &pool_weight, "b's weight");
+  t.pop_condition();
+  t.pop_prefix();
+  (void)a_weight;
+  t.parse({"--router.type=b", "--router.weight=3", "--pool.size=2"});
+  // driver.mode = auto is not sim until resolved: router.* is unused, pool.size never is.
+  std::vector<std::string> u = t.unused_keys();
+  REQUIRE(u.size() == 2);
+  CHECK(u[0] == "router.type: not used: driver.mode is auto (it applies to driver.mode = sim)");
+  CHECK(u[1] == "router.weight: not used: driver.mode is auto (it applies to driver.mode = sim)");
+  t.resolve_as("driver.mode", "sim");
+  CHECK(t.unused_keys().empty());
+  // A top-level key a pool inherits is used where the pool's own key is.
+  std::string mode2 = "sim", router2 = "a", pool_router2 = "b";
+  double w2 = 1, pw2 = 1;
+  OptionTable v;
+  v.add("driver.mode", &mode2, "");
+  v.add("router.type", &router2, "");
+  v.push_condition("router.type", "b");
+  v.add("router.weight", &w2, "");
+  v.pop_condition();
+  v.push_prefix("pool.p.");
+  v.add("router.type", &pool_router2, "");
+  v.push_condition("router.type", "b");
+  v.add("router.weight", &pw2, "");
+  v.pop_condition();
+  v.pop_prefix();
+  v.parse({"--router.weight=3", "--pool.p.router.type=b"});
+  v.inherit("pool.p.");
+  CHECK(pw2 == 3);
+  CHECK(v.unused_keys().empty());
+}
+
+TEST_CASE("a boolean flag may stand alone", "[options]") {
+  bool overwrite = false;
+  std::string out;
+  Fields f;
+  OptionTable t;
+  f.bind(t);
+  t.add_flag("overwrite", &overwrite, "replace");
+  t.add_flag("output", &out, "dir");
+  t.parse({"--overwrite", "--output", "d", "--s.n=3"});
+  CHECK(overwrite);
+  CHECK(out == "d");
+  CHECK(f.n == 3);
+  bool last = false;
+  OptionTable u;
+  u.add_flag("overwrite", &last, "replace");
+  u.parse({"--overwrite"});
+  CHECK(last);
+  CHECK_THAT(error_of([&] { OptionTable w; int n = 0; w.add_flag("n", &n, ""); w.parse({"--n"}); }),
+             Catch::Contains("--n needs a value"));
+}
