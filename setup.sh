@@ -72,7 +72,7 @@ case "${1:-}" in
     config=${2:-experiments/quickstart.ini}
     out="results/$(basename "$config" .ini)"
     build
-    "$BUILD_DIR/testbed" run "$config" --output "$out"
+    "$BUILD_DIR/testbed" run "$config" --output "$out" --overwrite  # this script owns results/<name>
     /usr/bin/python3 analysis/plot_run.py "$out/results.h5" --out "$out"
     ;;
   *)

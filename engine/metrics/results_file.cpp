@@ -28,7 +28,8 @@ void write_dataset(H5::H5File& file, const std::string& path, const std::vector<
 
 }  // namespace
 
-ResultsFile::ResultsFile(const std::string& path) : path_(path), tmp_path_(path + ".tmp") {
+ResultsFile::ResultsFile(const std::string& path)
+    : path_(path), tmp_path_(path + ".tmp"), pending_(std::make_unique<PendingFile>(tmp_path_)) {
   H5::Exception::dontPrint();
   try {
     file_ = std::make_unique<H5::H5File>(tmp_path_, H5F_ACC_TRUNC);
@@ -324,6 +325,7 @@ void ResultsFile::commit() {
   file_.reset();
   std::filesystem::rename(tmp_path_, path_);
   committed_ = true;
+  pending_->done();
 }
 
 }  // namespace testbed

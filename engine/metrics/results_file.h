@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/common/pending_files.h"
 #include "engine/metrics/run_recorder.h"
 #include "engine/metrics/summary.h"
 
@@ -83,6 +84,7 @@ class ResultsFile {
   std::string path_, tmp_path_;
   std::unique_ptr<H5::H5File> file_;
   bool committed_ = false;
+  std::unique_ptr<PendingFile> pending_;  // removed on a signal until committed
 };
 
 }  // namespace testbed

@@ -45,6 +45,7 @@
 #include <iterator>
 
 #include "engine/common/config_error.h"
+#include "engine/common/pending_files.h"
 #include "experiments/cli/command.h"
 #include "experiments/cli/experiment.h"
 #include "experiments/cli/measured_table.h"
@@ -294,6 +295,7 @@ int calibrate_command(const std::vector<std::string>& args) {
   table.add_flag("kernels", &kernels, "attention kernel benchmarks (bench_attention --profile_dir)");
   table.add_flag("steps", &steps, "whole-step profile of the config's model (testbed profile's .h5)");
   load_run_config(args[0], {args.begin() + 1, args.end()}, config, table);
+  print_warnings(config);
   {  // The front end is what --measured fits (the spec's serving.*): a frontend.* of the run would be overridden.
     std::ifstream in(args[0]);
     const std::string ini((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -333,6 +335,7 @@ int calibrate_command(const std::vector<std::string>& args) {
   const std::string tmp = output + ".tmp";
   { std::ofstream probe(tmp); require(static_cast<bool>(probe), "--output", "cannot write '" + tmp + "'"); }
   const std::string scratch = output + ".scratch.ini";
+  PendingFile pending_tmp(tmp), pending_scratch(scratch);  // removed on any failure or signal
   std::vector<std::string> rest;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -350,15 +353,8 @@ int calibrate_command(const std::vector<std::string>& args) {
   std::vector<PointRun> runs;
   if (!points.empty()) {
     std::printf("against %s (%zu points)\n", measured.c_str(), points.size());
-    try {
-      fitted = cal.fit();
-      runs = cal.simulate(fitted);
-    } catch (...) {
-      fs::remove(scratch);
-      fs::remove(tmp);
-      throw;
-    }
-    fs::remove(scratch);
+    fitted = cal.fit();
+    runs = cal.simulate(fitted);
   }
   for (const std::string& f : cal.fits()) std::printf("  fitted %s\n", f.c_str());
   std::vector<std::vector<double>> abs_err(kMeasuredMetrics.size());
@@ -417,6 +413,7 @@ int calibrate_command(const std::vector<std::string>& args) {
     require(static_cast<bool>(out), "--output", "cannot write '" + tmp + "'");
   }
   fs::rename(tmp, output);
+  pending_tmp.done();
   std::printf("\ncalibrated spec  %s\n", output.c_str());
   return 0;
 }

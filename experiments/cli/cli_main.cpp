@@ -1,6 +1,10 @@
+#include <H5Cpp.h>
+
 #include <iostream>
+#include <new>
 
 #include "engine/common/config_error.h"
+#include "engine/common/pending_files.h"
 #include "experiments/cli/command.h"
 #include "experiments/cli/commands.h"
 #include "experiments/cli/provenance.h"
@@ -31,13 +35,32 @@ int cli_main(int argc, char** argv) {
     std::cerr << "testbed: unknown command '" << name << "'\n" << usage;
     return 2;
   }
+  // The last resort: whatever escapes a command is reported, and whatever it
+  // had begun to write is removed (the destructors of its files have run by now;
+  // this catches any left registered).
+  remove_pending_files_on_signals();
   try {
     return commands.create("command", name)->run(args);
   } catch (const ConfigError& e) {
     std::cerr << "testbed: error: " << e.what() << "\n";
+    remove_pending_files();
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "testbed: failed: out of memory (std::bad_alloc): a size in the config or its inputs needs more "
+                 "memory than this machine has\n";
+    remove_pending_files();
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "testbed: failed: " << e.what() << "\n";
+    remove_pending_files();
+    return 1;
+  } catch (const H5::Exception& e) {  // HDF5's exceptions are not std::exceptions
+    std::cerr << "testbed: failed: HDF5: " << e.getFuncName() << ": " << e.getDetailMsg() << "\n";
+    remove_pending_files();
+    return 1;
+  } catch (...) {
+    std::cerr << "testbed: failed: an unknown exception\n";
+    remove_pending_files();
     return 1;
   }
 }

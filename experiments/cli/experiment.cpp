@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <unistd.h>
 
@@ -21,19 +22,73 @@ namespace fs = std::filesystem;
 
 namespace testbed {
 
-void write_text_atomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out) throw ConfigError(path.string() + ": cannot write");
-  }
-  fs::rename(tmp, path);
+StagedText::StagedText(const fs::path& path, const std::string& text)
+    : path_(path), tmp_(path.string() + ".tmp") {
+  std::ofstream out(tmp_.path());
+  out << text;
+  if (!out) throw ConfigError(path.string() + ": cannot write");
 }
 
+void StagedText::commit() {
+  fs::rename(tmp_.path(), path_);
+  tmp_.done();
+}
 
-std::string default_output_dir(const std::string& config_path) {
-  return (fs::path("results") / fs::path(config_path).stem()).string();
+void write_text_atomically(const fs::path& path, const std::string& text) { StagedText(path, text).commit(); }
+
+std::string config_hash(const OptionTable& table) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the resolved config as config.ini states it
+  for (const unsigned char c : table.to_ini()) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::string(hex, 8);
+}
+
+std::string default_output_dir(const std::string& config_path, const OptionTable& table) {
+  return (fs::path("results") / (fs::path(config_path).stem().string() + "-" + config_hash(table))).string();
+}
+
+namespace {
+
+// KEY -> VALUE of a config.ini as to_ini() writes it ([section] then name = value).
+std::map<std::string, std::string> read_resolved_ini(const fs::path& path) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(path);
+  std::string line, section;
+  while (std::getline(in, line)) {
+    if (line.size() > 2 && line.front() == '[' && line.back() == ']') {
+      section = line.substr(1, line.size() - 2);
+      continue;
+    }
+    const size_t eq = line.find(" = ");
+    if (eq != std::string::npos) out[section + "." + line.substr(0, eq)] = line.substr(eq + 3);
+  }
+  return out;
+}
+
+}  // namespace
+
+void check_output_dir(const std::string& dir, const OptionTable& table, bool overwrite, const std::string& flag) {
+  require_writable_dir(dir, flag);
+  if (overwrite || !fs::is_directory(dir) || fs::is_empty(dir)) return;
+  const fs::path ini = fs::path(dir) / "config.ini";
+  if (!fs::is_regular_file(ini))
+    throw ConfigError(flag + ": '" + dir + "' is not empty and holds no run's results (no config.ini); choose another "
+                      "directory, or pass --overwrite to write into it");
+  // The same resolved config again: the same results (same config and seed), replaced in place.
+  const std::map<std::string, std::string> old = read_resolved_ini(ini);
+  std::string differ;
+  int n = 0;
+  for (const auto& [key, value] : table.resolved()) {
+    auto it = old.find(key);
+    if (it != old.end() && it->second == value) continue;
+    if (++n <= 3) differ += (differ.empty() ? "" : ", ") + key + " " + (it == old.end() ? "(absent)" : it->second) + " -> " + value;
+  }
+  for (const auto& [key, value] : old)
+    if (!table.contains(key) && ++n <= 3) differ += (differ.empty() ? "" : ", ") + key + " (no longer a key)";
+  if (n == 0) return;
+  throw ConfigError(flag + ": '" + dir + "' holds the results of another config (" + differ + (n > 3 ? ", ..." : "") +
+                    "; " + std::to_string(n) + " keys differ); pass --overwrite to replace them, or choose another directory");
 }
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -187,40 +242,43 @@ void write_run_files(const std::string& dir, const RunConfig& config, const Opti
   file.set_attr("run", "mode", result.mode);
   file.set_attr("run", "config_path", config.config_path);
   write_provenance(file);
+  std::string warnings;
+  for (const std::string& w : config.warnings) warnings += (warnings.empty() ? "" : "\n") + w;
+  file.set_attr("run", "warnings", warnings);  // one per line; "" when none
+  file.set_attr("run", "num_warnings", static_cast<double>(config.warnings.size()));
   if (extra) extra(file);
-  write_text_atomically(fs::path(dir) / "config.ini", table.to_ini());
-  if (config.output.timeline) {
-    write_timeline((fs::path(dir) / "timeline.json").string(), result.recorder->steps());
-  } else {
-    std::error_code ec;  // an earlier run's timeline would sit beside results it does not belong to
-    fs::remove(fs::path(dir) / "timeline.json", ec);
-  }
-  // Last: a results.h5 in DIR means the run completed and wrote everything (sweeps resume on it).
+  // Everything is written under temporary names first; then the set replaces
+  // the old one. results.h5 marks a complete set: it goes first and comes back
+  // last, so a failure in between leaves no results.h5 beside mismatched files.
+  const fs::path d(dir);
+  StagedText config_ini(d / "config.ini", table.to_ini());
+  std::unique_ptr<StagedText> timeline;
+  if (config.output.timeline) timeline = std::make_unique<StagedText>(d / "timeline.json", timeline_json(result.recorder->steps()));
+  fs::remove(d / "results.h5");
+  config_ini.commit();
+  if (timeline)
+    timeline->commit();
+  else
+    fs::remove(d / "timeline.json");  // an earlier run's timeline would sit beside results it does not belong to
   file.commit();
 }
 
-void write_timeline(const std::string& path, const std::vector<StepRecord>& steps) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
-    bool first = true;
-    for (const StepRecord& s : steps) {
-      char buf[512];
-      std::snprintf(buf, sizeof buf,
-                    "%s{\"name\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": 0, \"ts\": %.3f, \"dur\": %.3f, "
-                    "\"args\": {\"seqs\": %d, \"prefill_tokens\": %d, \"decode_tokens\": %d, \"kv_blocks_used\": %d, "
-                    "\"preempted\": %d, \"waiting\": %d}}",
-                    first ? "" : ",\n", s.prefill_tokens > 0 ? (s.decode_tokens > 0 ? "mixed" : "prefill") : "decode",
-                    s.instance, s.start_s * 1e6, s.duration_s * 1e6, s.num_seqs, s.prefill_tokens, s.decode_tokens,
-                    s.kv_blocks_used, s.num_preempted, s.num_waiting);
-      out << buf;
-      first = false;
-    }
-    out << "\n]}\n";
-    if (!out) throw ConfigError(path + ": cannot write");
+std::string timeline_json(const std::vector<StepRecord>& steps) {
+  std::string out = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+  bool first = true;
+  for (const StepRecord& s : steps) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "%s{\"name\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": 0, \"ts\": %.3f, \"dur\": %.3f, "
+                  "\"args\": {\"seqs\": %d, \"prefill_tokens\": %d, \"decode_tokens\": %d, \"kv_blocks_used\": %d, "
+                  "\"preempted\": %d, \"waiting\": %d}}",
+                  first ? "" : ",\n", s.prefill_tokens > 0 ? (s.decode_tokens > 0 ? "mixed" : "prefill") : "decode",
+                  s.instance, s.start_s * 1e6, s.duration_s * 1e6, s.num_seqs, s.prefill_tokens, s.decode_tokens,
+                  s.kv_blocks_used, s.num_preempted, s.num_waiting);
+    out += buf;
+    first = false;
   }
-  fs::rename(tmp, path);
+  return out + "\n]}\n";
 }
 
 }  // namespace testbed

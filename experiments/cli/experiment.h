@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/common/pending_files.h"
 #include "engine/metrics/fleet_metrics.h"
 #include "engine/metrics/results_file.h"
 #include "engine/metrics/run_recorder.h"
@@ -50,14 +51,36 @@ void write_run_files(const std::string& dir, const RunConfig& config, const Opti
                      const ExperimentResult& result, const std::function<void(ResultsFile&)>& extra = nullptr);
 
 // Chrome-trace JSON (chrome://tracing, ui.perfetto.dev) of every step, one track per instance.
-void write_timeline(const std::string& path, const std::vector<StepRecord>& steps);
+std::string timeline_json(const std::vector<StepRecord>& steps);
 
-std::string default_output_dir(const std::string& config_path);
+// results/<config name>-<hash>: the hash (8 hex digits) is of the resolved
+// config, so runs that differ in any key, overrides included, never share one.
+std::string default_output_dir(const std::string& config_path, const OptionTable& table);
+std::string config_hash(const OptionTable& table);
+// Before a run: `dir` must be writable, and may hold results only of the same
+// resolved config (its config.ini; a rerun replaces them); anything else in it
+// is an error naming the keys that differ, unless `overwrite`.
+void check_output_dir(const std::string& dir, const OptionTable& table, bool overwrite, const std::string& flag = "--output");
 
 // A comma-separated flag value's items, empty items dropped ("a,,b" -> a, b).
 std::vector<std::string> split_commas(const std::string& s);
 
-// Writes `text` to PATH.tmp and renames it to `path`: readers never see a half-written file.
+// A text file staged as PATH.tmp (removed on failure, on a signal, or when
+// dropped uncommitted) and renamed to PATH by commit(): readers never see a
+// half-written file, and several can be replaced together.
+class StagedText {
+ public:
+  StagedText(const std::filesystem::path& path, const std::string& text);
+  StagedText(const StagedText&) = delete;
+  StagedText& operator=(const StagedText&) = delete;
+  void commit();
+
+ private:
+  std::filesystem::path path_;
+  PendingFile tmp_;
+};
+
+// Writes `text` to PATH.tmp and renames it to `path`.
 void write_text_atomically(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace testbed

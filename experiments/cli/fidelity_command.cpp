@@ -56,7 +56,6 @@ void pin_to_cpu(int cpu) {
 
 int fidelity_measured(const std::vector<std::string>& args, const std::string& measured, std::string output) {
   const std::vector<MeasuredPoint> points = read_measured_table(measured);
-  if (output.empty()) output = default_output_dir(args[0]);
   fs::create_directories(output);
   const size_t M = kMeasuredMetrics.size();
   std::vector<std::string> names;
@@ -134,10 +133,11 @@ int fidelity_command(const std::vector<std::string>& args) {
   table.add_flag("pin-cpu", &pin_cpu, "run the real runs and the profile on this CPU core only (-1: no pinning)");
   table.add_flag("measured", &measured, "measured serving points (CSV): simulate each and compare");
   load_run_config(args[0], {args.begin() + 1, args.end()}, config, table);
+  print_warnings(config);
   if (!measured.empty()) {
     for (const char* flag : {"repeats", "profile-repeats", "pin-cpu"})
       require(!table.was_set(flag), std::string("--") + flag, "applies to the real-run comparison, not to --measured");
-    return fidelity_measured(args, measured, output);
+    return fidelity_measured(args, measured, output.empty() ? default_output_dir(args[0], table) : output);
   }
   require(config.executor.kind.name != "sim", "executor.kind",
           "fidelity compares a real executor (cpu or cuda) with the simulator");
@@ -145,7 +145,7 @@ int fidelity_command(const std::vector<std::string>& args) {
   require(repeats >= 1 && repeats <= 100, "--repeats", "must be in [1, 100]");
   require(profile_repeats >= 1, "--profile-repeats", "must be >= 1");
   if (pin_cpu >= 0) pin_to_cpu(pin_cpu);
-  if (output.empty()) output = default_output_dir(args[0]);
+  if (output.empty()) output = default_output_dir(args[0], table);
   fs::create_directories(output);
 
   const RunSetup setup = prepare_run(config);

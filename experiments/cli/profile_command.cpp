@@ -56,8 +56,9 @@ int profile_command(const std::vector<std::string>& args) {
   table.add_flag("repeats", &repeats, "runs per grid point (median kept)");
   table.add_flag("max-context", &max_context, "largest context on the grid");
   load_run_config(args[0], {args.begin() + 1, args.end()}, config, table);
+  print_warnings(config);
   require(repeats >= 1, "--repeats", "must be >= 1");
-  if (output.empty()) output = default_output_dir(args[0]) + "/profile.h5";
+  if (output.empty()) output = default_output_dir(args[0], table) + "/profile.h5";
   const ProfileTable profile = profile_configured_executor(config, repeats, max_context);
   std::filesystem::create_directories(std::filesystem::path(output).parent_path());
   profile.save(output);

@@ -85,6 +85,7 @@ int quant_eval_command(const std::vector<std::string>& args) {
   table.add_flag("outlier-scale", &outlier_scale, "their norm weight");
   table.add_flag("output", &output, "results directory");
   load_run_config(args[0], {args.begin() + 1, args.end()}, config, table);
+  print_warnings(config);
   require(config.executor.kind.name == "cpu", "executor.kind", "quant-eval runs the CPU executor (executor.kind = cpu)");
   require(config.model.precision == "auto", "model.precision", "quant-eval sets the precision itself; leave it auto");
   require(tokens >= 2 && tokens <= 4096, "--tokens", "must be in [2, 4096]");
@@ -106,7 +107,7 @@ int quant_eval_command(const std::vector<std::string>& args) {
     }
   }
   require(!variants.empty(), "--methods", "nothing to evaluate");
-  if (output.empty()) output = default_output_dir(args[0]) + "-quant";
+  if (output.empty()) output = default_output_dir(args[0], table) + "-quant";
   fs::create_directories(output);
 
   LlamaWeights weights = load_weights(model, config.model.weights, config.model.seed);

@@ -13,9 +13,10 @@ void print_run_help() {
   RunConfig config;
   OptionTable table;
   config.bind(table);
-  std::cout << "usage: testbed run CONFIG.ini [--output DIR] [--section.key=value ...]\n\n"
+  std::cout << "usage: testbed run CONFIG.ini [--output DIR] [--overwrite] [--section.key=value ...]\n\n"
                "Runs the experiment CONFIG.ini describes and writes DIR/results.h5 and\n"
-               "DIR/config.ini (default DIR: results/<config name>).\n\n"
+               "DIR/config.ini (default DIR: results/<config name>-<hash of the resolved config>).\n"
+               "A DIR holding another config's results is refused unless --overwrite.\n\n"
                "Config keys ([section] key = value in the INI file, or --section.key=value):\n"
             << table.help()
             << "\nPools ([pool.NAME] sections, sim/pool.h): pool.NAME.role (unified | prefill | decode) and\n"
@@ -30,12 +31,15 @@ int run_command(const std::vector<std::string>& args) {
   }
   const std::string config_path = args[0];
   std::string output_dir;
+  bool overwrite = false;
   RunConfig config;
   OptionTable table;
   table.add_flag("output", &output_dir, "results directory");
+  table.add_flag("overwrite", &overwrite, "replace the results of another config in --output");
   load_run_config(config_path, {args.begin() + 1, args.end()}, config, table);
-  if (output_dir.empty()) output_dir = default_output_dir(config_path);
-  require_writable_dir(output_dir, "--output");  // before the run, not after it
+  print_warnings(config);
+  if (output_dir.empty()) output_dir = default_output_dir(config_path, table);
+  check_output_dir(output_dir, table, overwrite);  // before the run, not after it
 
   const RunSetup setup = prepare_run(config);
   std::string capacity = std::to_string(setup.num_blocks) + " KV blocks of " + std::to_string(setup.engine.cache.block_size) +

@@ -177,7 +177,7 @@ class SlurmBackend : public SweepBackend {
     if (!p_.qos.empty()) s << "#SBATCH --qos=" << p_.qos << "\n";
     std::istringstream words(p_.options);
     for (std::string w; words >> w;) s << "#SBATCH " << w << "\n";
-    const std::string run = quote(setup_.testbed) + " run \"$dir/point.ini\" --output \"$dir\" >\"$dir/log.txt\" 2>&1";
+    const std::string run = quote(setup_.testbed) + " run \"$dir/point.ini\" --output \"$dir\" --overwrite >\"$dir/log.txt\" 2>&1";
     const std::string points_dir = quote(setup_.sweep_dir + "/points");
     s << "set -eu\n";
     if (k == 1) {

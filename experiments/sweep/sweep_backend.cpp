@@ -56,7 +56,7 @@ void SweepProgress::end() {
 }
 
 std::vector<std::string> point_command(const BackendSetup& setup, const PointTask& task) {
-  return {setup.testbed, "run", task.config, "--output", task.dir};
+  return {setup.testbed, "run", task.config, "--output", task.dir, "--overwrite"};  // the sweep owns the point's directory
 }
 
 pid_t spawn_logged(const std::vector<std::string>& args, const std::string& log, const sigset_t* child_mask) {

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "engine/common/option_table.h"
+#include "engine/common/pending_files.h"
 #include "engine/metrics/results_file.h"
 
 namespace testbed {
@@ -82,6 +83,7 @@ struct Table {
   }
   void write_csv(const fs::path& path) const {
     const fs::path tmp = path.string() + ".tmp";
+    PendingFile pending(tmp.string());
     {
       std::ofstream out(tmp);
       for (size_t c = 0; c < names.size(); ++c) out << (c ? "," : "") << csv_field(names[c]);
@@ -94,6 +96,7 @@ struct Table {
       if (!out) throw std::runtime_error(path.string() + ": cannot write");
     }
     fs::rename(tmp, path);
+    pending.done();
   }
 };
 

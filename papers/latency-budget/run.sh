@@ -29,15 +29,15 @@ for step in step0_baseline step1_continuous step2_prefix step3_semantic step4_fp
 done
 # The fewest replicas per pool whose own requests meet the SLO.
 read -r -a sizes <<< "$(/usr/bin/python3 papers/latency-budget/plot.py --pool-sizes "$out")"
-"$TESTBED" run experiments/production_profile.ini --output "$out/step5_routing" --trace.path="$trace" \
+"$TESTBED" run experiments/production_profile.ini --output "$out/step5_routing" --overwrite --trace.path="$trace" \
   --autoscale.policy=none "${sizes[@]}"
 # Step 6: each pool starts at, and may use at most, that many replicas.
 initial=("${sizes[@]/.size=/.autoscale.initial_replicas=}")
-"$TESTBED" run experiments/production_profile.ini --output "$out/step6_autoscale" --trace.path="$trace" \
+"$TESTBED" run experiments/production_profile.ini --output "$out/step6_autoscale" --overwrite --trace.path="$trace" \
   "${sizes[@]}" "${initial[@]}"
 # Step 6b: autoscaling without model routing, on step 4's one-model fleet (at most its size).
 n=$(/usr/bin/python3 papers/latency-budget/plot.py --fleet-size "$out")
-"$TESTBED" run experiments/latency_budget.ini --output "$out/step6b_autoscale_one_model" --trace.path="$trace" \
+"$TESTBED" run experiments/latency_budget.ini --output "$out/step6b_autoscale_one_model" --overwrite --trace.path="$trace" \
   --fleet.num_instances="$n" --autoscale.policy=target --autoscale.signal=active_seqs --autoscale.target=64 \
   --autoscale.initial_replicas="$n"
 echo "results in $out/; plot: /usr/bin/python3 papers/latency-budget/plot.py"

@@ -15,16 +15,17 @@ struct Outcome {
   std::string output;  // stdout and stderr together
 };
 
-// `testbed ARGS` from the source root; "--timeout-wrapper ARGS" runs it under
-// `timeout 30`, for commands that must not hang.
-inline Outcome run_cli(std::string args) {
+// `testbed ARGS` from the source root (or from `cwd`); "--timeout-wrapper ARGS"
+// runs it under `timeout 30`, for commands that must not hang.
+inline Outcome run_cli(std::string args, const std::string& cwd = "") {
   std::string prefix;
   const std::string wrapper = "--timeout-wrapper ";
   if (args.compare(0, wrapper.size(), wrapper) == 0) {
     prefix = "timeout 30 ";
     args = args.substr(wrapper.size());
   }
-  const std::string cmd = prefix + std::string(TESTBED_BINARY_DIR) + "/testbed " + args + " 2>&1";
+  const std::string cd = cwd.empty() ? std::string() : "cd '" + cwd + "' && ";
+  const std::string cmd = cd + prefix + std::string(TESTBED_BINARY_DIR) + "/testbed " + args + " 2>&1";
   Outcome o;
   FILE* p = popen(cmd.c_str(), "r");
   char buf[4096];

@@ -239,7 +239,12 @@ TEST_CASE("a rerun without output.timeline removes the earlier run's timeline", 
   const fs::path ini = write_config(dir);
   REQUIRE(run_cli("run " + ini.string() + " --output.timeline=true --output " + (dir / "t").string()).status == 0);
   REQUIRE(fs::exists(dir / "t" / "timeline.json"));
-  REQUIRE(run_cli("run " + ini.string() + " --output " + (dir / "t").string()).status == 0);
+  // Another config's results are not replaced without --overwrite, and stay as they were.
+  const Outcome refused = run_cli("run " + ini.string() + " --output " + (dir / "t").string());
+  CHECK(refused.status == 2);
+  CHECK_THAT(refused.output, Catch::Contains("output.timeline true -> false") && Catch::Contains("--overwrite"));
+  CHECK(fs::exists(dir / "t" / "timeline.json"));
+  REQUIRE(run_cli("run " + ini.string() + " --output " + (dir / "t").string() + " --overwrite").status == 0);
   CHECK_FALSE(fs::exists(dir / "t" / "timeline.json"));  // it would describe another run's steps
   CHECK(fs::exists(dir / "t" / "results.h5"));
 }

@@ -107,9 +107,10 @@ TEST_CASE("a sweep runs every point and its merged table equals the points' resu
       CHECK((merged == value || (std::isnan(merged) && std::isnan(value))));
     }
     // The point is an ordinary run: its resolved config reruns to the same results, bit for bit.
-    const auto again = run_cli("run " + (pdir / "point.ini").string() + " --output " + (dir / "again").string());
+    const fs::path again_dir = dir / "again" / row.at("id");
+    const auto again = run_cli("run " + (pdir / "point.ini").string() + " --output " + again_dir.string());
     REQUIRE(again.status == 0);
-    CHECK(summary_of(dir / "again" / "results.h5") == s);
+    CHECK(summary_of(again_dir / "results.h5") == s);
   }
   // Different rates were run, and they differ.
   CHECK(csv.rows[0].at("duration_s") != csv.rows[1].at("duration_s"));

@@ -1,0 +1,128 @@
+// No silent surprises at the command line: a key the run will not use warns
+// and is recorded; settings that contradict each other say what to change; the
+// default output directory is the resolved config's own; results record where
+// they came from.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "engine/metrics/results_file.h"
+#include "support/cli.h"
+
+namespace fs = std::filesystem;
+using testbed_test::Outcome;
+using testbed_test::run_cli;
+
+namespace {
+
+fs::path scratch(const std::string& name) { return testbed_test::scratch_dir("testbed_input_safety", name); }
+
+// The simulator on a linear cost model, a shared-prefix workload: a run of milliseconds.
+fs::path write_config(const fs::path& dir) {
+  std::ofstream(dir / "micro.json") << R"({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 512, "max_position_embeddings": 512})";
+  std::ofstream(dir / "exp.ini") << "[model]\nconfig = micro.json\n"
+                                    "[executor]\nkind = sim\n[driver]\nprogress = off\n"
+                                    "[scheduler]\nmax_num_seqs = 8\nmax_batch_tokens = 128\nchunk_size = 32\n"
+                                    "[cache]\nnum_blocks = 64\nblock_size = 8\n"
+                                    "[workload]\nnum_requests = 12\nrate = 20\nsystem_prompt_tokens = 40\n"
+                                    "user_tokens = 10\noutput_tokens = 6\n[cost_model]\nkind = linear\n";
+  return dir / "exp.ini";
+}
+
+std::map<std::string, testbed::ResultsAttr> run_attrs(const fs::path& h5) {
+  std::map<std::string, testbed::ResultsAttr> out;
+  for (const testbed::ResultsAttr& a : testbed::read_results_attrs(h5.string(), "run")) out[a.name] = a;
+  return out;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("keys the run will not use warn once each and are recorded in /run", "[cli][warnings]") {
+  const fs::path dir = scratch("unused");
+  const fs::path ini = write_config(dir);
+  const Outcome o = run_cli("run " + ini.string() + " --router.weight_kv=3 --trace.path=t.jsonl --workload.burstiness=0.5"
+                            " --scheduler.chunk_size=256 --output " + (dir / "out").string());
+  INFO(o.output);
+  REQUIRE(o.status == 0);  // warnings, not errors: the run is still what the config says
+  const char* expected[] = {
+      "router.weight_kv: not used: router.type is round_robin (it applies to router.type = weighted)",
+      "trace.path: not used: workload.kind is shared_prefix (it applies to workload.kind = trace)",
+      "workload.burstiness: not used: it shapes gamma arrivals, and workload.arrival is poisson",
+      "scheduler.chunk_size: 256 is larger than scheduler.max_batch_tokens (128)"};
+  for (const char* w : expected) {
+    INFO(w);
+    CHECK(count(o.output, std::string("testbed: warning: ") + w) == 1);
+  }
+  auto run = run_attrs(dir / "out" / "results.h5");
+  REQUIRE(run.count("warnings"));
+  CHECK(run["num_warnings"].number == 4);
+  for (const char* w : expected) CHECK_THAT(run["warnings"].text, Catch::Contains(w));
+
+  // A config without them warns about nothing, and says so in the file.
+  const Outcome clean = run_cli("run " + ini.string() + " --output " + (dir / "clean").string());
+  REQUIRE(clean.status == 0);
+  CHECK(clean.output.find("warning") == std::string::npos);
+  run = run_attrs(dir / "clean" / "results.h5");
+  CHECK(run["num_warnings"].number == 0);
+  CHECK(run["warnings"].text.empty());
+}
+
+TEST_CASE("a resolved config.ini reruns without warnings", "[cli][warnings]") {
+  // It states every key, the candidates not chosen included: at their defaults they are no surprise.
+  const fs::path dir = scratch("resolved");
+  const fs::path ini = write_config(dir);
+  REQUIRE(run_cli("run " + ini.string() + " --output " + (dir / "first").string()).status == 0);
+  const Outcome again = run_cli("run " + (dir / "first" / "config.ini").string() + " --output " + (dir / "again").string());
+  INFO(again.output);
+  REQUIRE(again.status == 0);
+  CHECK(again.output.find("warning") == std::string::npos);
+}
+
+TEST_CASE("the default output directory is the resolved config's own", "[cli][output]") {
+  const fs::path dir = scratch("default_dir");
+  const fs::path ini = write_config(dir);
+  const auto results_dirs = [&] {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir / "results")) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  REQUIRE(run_cli("run exp.ini", dir.string()).status == 0);
+  REQUIRE(run_cli("run exp.ini --router.type=least_loaded", dir.string()).status == 0);
+  std::vector<std::string> dirs = results_dirs();
+  REQUIRE(dirs.size() == 2);  // an override is another config: another directory, nothing overwritten
+  for (const std::string& d : dirs) {
+    CHECK_THAT(d, Catch::StartsWith("exp-"));
+    CHECK(d.size() == 4 + 8);
+    CHECK(fs::exists(dir / "results" / d / "results.h5"));
+  }
+  // The same config again lands in the same place (same config, same seed: the same results).
+  REQUIRE(run_cli("run exp.ini", dir.string()).status == 0);
+  CHECK(results_dirs() == dirs);
+  const Outcome o = run_cli("run exp.ini --router.type=least_loaded", dir.string());
+  CHECK_THAT(o.output, Catch::Contains("results/exp-"));  // where it went is printed
+  CHECK(results_dirs() == dirs);
+}
+
+TEST_CASE("a directory that holds something else is not written into without --overwrite", "[cli][output]") {
+  const fs::path dir = scratch("foreign");
+  const fs::path ini = write_config(dir);
+  fs::create_directories(dir / "notes");
+  std::ofstream(dir / "notes" / "todo.txt") << "mine\n";
+  const Outcome o = run_cli("run " + ini.string() + " --output " + (dir / "notes").string());
+  CHECK(o.status == 2);
+  CHECK_THAT(o.output, Catch::Contains("holds no run's results") && Catch::Contains("--overwrite"));
+  CHECK_FALSE(fs::exists(dir / "notes" / "results.h5"));
+  REQUIRE(run_cli("run " + ini.string() + " --output " + (dir / "notes").string() + " --overwrite").status == 0);
+  CHECK(fs::exists(dir / "notes" / "results.h5"));
+  CHECK(fs::exists(dir / "notes" / "todo.txt"));  // --overwrite replaces the run's files, nothing else
+}
