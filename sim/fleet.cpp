@@ -20,7 +20,9 @@ void FleetConfig::bind(OptionTable& t) {
 void FleetConfig::validate() const {
   require(num_instances >= 1 && num_instances <= kMaxInstances, "fleet.num_instances",
           "must be in [1, " + std::to_string(kMaxInstances) + "]");
-  require(sample_interval_s >= 0, "fleet.sample_interval_s", "must be >= 0");
+  // Shorter than a step samples the same state over and over, and fills memory on long runs.
+  require(sample_interval_s == 0 || sample_interval_s >= 1e-3, "fleet.sample_interval_s",
+          "must be 0 (no samples) or at least 0.001 s");
 }
 
 

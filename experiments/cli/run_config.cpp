@@ -1,12 +1,16 @@
 #include "experiments/cli/run_config.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "engine/common/config_error.h"
+#include "engine/model/model_config.h"
 #include "sim/hardware_spec.h"
+#include "sim/memory_planner.h"
 
 namespace testbed {
 
@@ -189,6 +193,54 @@ void check_ingress_keys(const RunConfig& config, const OptionTable& table) {
                       "driver.mode = simulated");
 }
 
+double physical_memory_bytes() {
+  return static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+}
+
+std::string gib_text(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return b;
+}
+
+// Settings that only the model and the hardware can contradict: a context the
+// model does not have, a cache larger than the device's memory or than this
+// machine can hold (a bad_alloc halfway through a run, otherwise).
+void check_against_model(const RunConfig& config, std::vector<std::string>& warnings) {
+  namespace fs = std::filesystem;
+  if (config.model.config.empty() || !fs::is_regular_file(config.model.config)) return;  // reported where it is used
+  const ModelConfig model = ModelConfig::from_json_file(config.model.config);
+  const bool simulated = config.executor.kind.name == "sim";
+  if (config.model.max_model_len > model.max_position_embeddings) {
+    const std::string what = std::to_string(config.model.max_model_len) + " is longer than " + model.name +
+                             "'s max_position_embeddings (" + std::to_string(model.max_position_embeddings) + ")";
+    require(simulated, "model.max_model_len", what + ": its position encoding is defined up to there");
+    warnings.push_back("model.max_model_len: " + what + ": the simulator runs it, a real server would refuse");
+  }
+  const int blocks = config.engine.cache.num_blocks;
+  if (blocks <= 0) return;  // derived from the device's memory
+  const int block_size = config.engine.cache.block_size;
+  // What this process allocates: each engine's block table (24 bytes a block),
+  // and on the CPU executor the cache itself (K and V, fp32).
+  const int instances = config.simulation().num_instances();
+  const double per_block = 24.0 + (simulated ? 0.0 : static_cast<double>(block_size) * model.kv_bytes_per_token(4));
+  const double host = per_block * blocks * std::max(1, instances);
+  require(host <= physical_memory_bytes(), "cache.num_blocks",
+          std::to_string(blocks) + " blocks need " + gib_text(host) + " of host memory" +
+              (instances > 1 ? " for " + std::to_string(instances) + " instances" : std::string()) + "; this machine has " +
+              gib_text(physical_memory_bytes()));
+  const std::string& hw_path = config.cost_model.hardware;
+  if (!simulated || hw_path.empty() || !fs::is_regular_file(hw_path)) return;
+  const HardwareSpec hw = HardwareSpec::from_ini_file(hw_path);
+  const int fits = kv_blocks_from_memory(hw, model, block_size, config.engine.cache.gpu_memory_fraction,
+                                         config.cost_model.tensor_parallel, nullptr);
+  if (blocks > fits)
+    warnings.push_back("cache.num_blocks: " + std::to_string(blocks) + " blocks are more than " + hw.name + " holds (" +
+                       std::to_string(fits) + " after the weights at cache.gpu_memory_fraction " +
+                       format_value(config.engine.cache.gpu_memory_fraction) +
+                       "): the run simulates a larger memory (0 derives the count from the device)");
+}
+
 // Set keys the run will not use (their component is not chosen, or another key
 // decides in their place) and settings that contradict each other: warnings.
 std::vector<std::string> unused_settings(const RunConfig& config, OptionTable& table) {
@@ -227,6 +279,7 @@ std::vector<std::string> unused_settings(const RunConfig& config, OptionTable& t
     out.push_back("scheduler.chunk_size: " + std::to_string(sch.chunk_size) + " is larger than scheduler.max_batch_tokens (" +
                   std::to_string(sch.max_batch_tokens) + "): no chunk exceeds the step's budget, so chunks are at most " +
                   std::to_string(sch.max_batch_tokens) + " tokens; lower chunk_size or raise max_batch_tokens");
+  check_against_model(config, out);
   return out;
 }
 

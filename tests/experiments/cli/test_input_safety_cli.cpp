@@ -126,3 +126,38 @@ TEST_CASE("a directory that holds something else is not written into without --o
   CHECK(fs::exists(dir / "notes" / "results.h5"));
   CHECK(fs::exists(dir / "notes" / "todo.txt"));  // --overwrite replaces the run's files, nothing else
 }
+
+TEST_CASE("sizes no machine can hold are errors before the run, not bad_alloc", "[cli][errors]") {
+  const fs::path dir = scratch("sizes");
+  const fs::path ini = write_config(dir);
+  const struct {
+    std::string args, key, says;
+  } cases[] = {
+      // 2.9 TB of block tables: more than any machine this runs on.
+      {"--cache.num_blocks=2000000000 --fleet.num_instances=64", "cache.num_blocks", "of host memory for 64 instances"},
+      {"--fleet.sample_interval_s=1e-7 --fleet.num_instances=2", "fleet.sample_interval_s", "at least 0.001 s"},
+      {"--executor.kind=cpu --driver.mode=offline --model.max_model_len=2000000000", "model.max_model_len",
+       "max_position_embeddings (512)"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.args);
+    const Outcome o = run_cli("--timeout-wrapper run " + ini.string() + " " + c.args + " --output " + (dir / "out").string());
+    INFO(o.output);
+    CHECK(o.status == 2);
+    CHECK_THAT(o.output, Catch::Contains("testbed: error: " + c.key) && Catch::Contains(c.says));
+    CHECK_FALSE(fs::exists(dir / "out"));
+  }
+}
+
+TEST_CASE("a cache larger than the simulated device warns, and runs as configured", "[cli][warnings]") {
+  const fs::path dir = scratch("device_memory");
+  const Outcome o = run_cli("run experiments/quickstart.ini --executor.kind=sim --driver.mode=simulated "
+                            "--model.config=experiments/models/llama-3.1-8b.json --cost_model.kind=roofline "
+                            "--cost_model.hardware=experiments/hardware/h100-sxm.ini --cache.num_blocks=100000 "
+                            "--workload.num_requests=4 --driver.progress=off --output " + (dir / "out").string());
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.output, Catch::Contains("testbed: warning: cache.num_blocks: 100000 blocks are more than H100") &&
+                           Catch::Contains("(28020 after the weights"));
+  CHECK_THAT(o.output, Catch::Contains("100000 KV blocks"));  // what the config says is what runs
+}
