@@ -8,12 +8,21 @@
 #include <numeric>
 
 #include "engine/common/config_error.h"
+#include "engine/metrics/units.h"
 
 namespace testbed {
 namespace {
 
+// The "unit" attribute of a column (engine/metrics/units.h).
+void set_unit(H5::DataSet& ds, const std::string& unit) {
+  H5::StrType type(H5::PredType::C_S1, std::max<size_t>(unit.size(), 1));
+  H5::Attribute a = ds.createAttribute("unit", type, H5::DataSpace(H5S_SCALAR));
+  a.write(type, unit.empty() ? std::string(" ") : unit);
+}
+
 template <class T>
-void write_dataset(H5::H5File& file, const std::string& path, const std::vector<T>& v, const H5::PredType& type) {
+void write_dataset(H5::H5File& file, const std::string& path, const std::vector<T>& v, const H5::PredType& type,
+                   const std::string& unit) {
   hsize_t dims[1] = {v.size()};
   H5::DataSpace space(1, dims);
   H5::DSetCreatPropList props;
@@ -24,6 +33,7 @@ void write_dataset(H5::H5File& file, const std::string& path, const std::vector<
   }
   H5::DataSet ds = file.createDataSet(path, type, space, props);
   if (!v.empty()) ds.write(v.data(), type);
+  set_unit(ds, unit);
 }
 
 }  // namespace
@@ -58,21 +68,41 @@ void ResultsFile::ensure_group(const std::string& group) {
 }
 
 void ResultsFile::add_column(const std::string& group, const std::string& name, const std::vector<double>& v) {
+  add_column(group, name, column_unit(group, name), v);
+}
+
+void ResultsFile::add_column(const std::string& group, const std::string& name, const std::string& unit,
+                             const std::vector<double>& v) {
   ensure_group(group);
-  write_dataset(*file_, group + "/" + name, v, H5::PredType::NATIVE_DOUBLE);
+  write_dataset(*file_, group + "/" + name, v, H5::PredType::NATIVE_DOUBLE, unit);
 }
 
 void ResultsFile::add_column(const std::string& group, const std::string& name, const std::vector<int64_t>& v) {
+  add_column(group, name, column_unit(group, name), v);
+}
+
+void ResultsFile::add_column(const std::string& group, const std::string& name, const std::string& unit,
+                             const std::vector<int64_t>& v) {
   ensure_group(group);
-  write_dataset(*file_, group + "/" + name, v, H5::PredType::NATIVE_INT64);
+  write_dataset(*file_, group + "/" + name, v, H5::PredType::NATIVE_INT64, unit);
 }
 
 void ResultsFile::add_column(const std::string& group, const std::string& name, const std::vector<int32_t>& v) {
+  add_column(group, name, column_unit(group, name), v);
+}
+
+void ResultsFile::add_column(const std::string& group, const std::string& name, const std::string& unit,
+                             const std::vector<int32_t>& v) {
   ensure_group(group);
-  write_dataset(*file_, group + "/" + name, v, H5::PredType::NATIVE_INT32);
+  write_dataset(*file_, group + "/" + name, v, H5::PredType::NATIVE_INT32, unit);
 }
 
 void ResultsFile::add_column(const std::string& group, const std::string& name, const std::vector<std::string>& v) {
+  add_column(group, name, column_unit(group, name), v);
+}
+
+void ResultsFile::add_column(const std::string& group, const std::string& name, const std::string& unit,
+                             const std::vector<std::string>& v) {
   ensure_group(group);
   size_t width = 1;
   for (const std::string& x : v) width = std::max(width, x.size());
@@ -83,6 +113,7 @@ void ResultsFile::add_column(const std::string& group, const std::string& name, 
   hsize_t dims[1] = {v.size()};
   H5::DataSet ds = file_->createDataSet(group + "/" + name, type, H5::DataSpace(1, dims));
   if (!v.empty()) ds.write(flat.data(), type);
+  set_unit(ds, unit);
 }
 
 std::vector<std::vector<ResultsAttr>> read_results_attrs(const std::string& path,
@@ -144,6 +175,7 @@ std::vector<ResultsAttr> read_results_attrs(const std::string& path, const std::
 }
 
 void ResultsFile::set_attr(const std::string& group, const std::string& name, double v) {
+  if (group == "summary") set_attr("summary_units", name, summary_unit(name));  // a summary value never lacks its unit
   ensure_group(group);
   H5::Group g = file_->openGroup(group);
   if (g.attrExists(name)) g.removeAttr(name);

@@ -11,7 +11,8 @@
 //   /steps     instance, start_s, duration_s, num_seqs, prefill_tokens, decode_tokens,
 //              kv_blocks_used, kv_tokens, num_preempted, num_waiting, num_running (the last three after the step)
 //   /itl       itl_s, count: every inter-token gap, binned (0.8% wide), for ITL distributions
-//   /summary   attributes (see summary.h)
+//   /summary   attributes (see summary.h); /summary_units: each one's unit (engine/metrics/units.h)
+// Every column carries a "unit" attribute (engine/metrics/units.h says what each is).
 //   /config    attributes: the resolved config, key -> value string
 #pragma once
 
@@ -53,11 +54,19 @@ class ResultsFile {
   explicit ResultsFile(const std::string& path);
   ~ResultsFile();  // removes the temporary file unless committed
 
+  // A column of a documented table (engine/metrics/units.h), with its unit
+  // attribute; an undocumented column is a std::logic_error.
   void add_column(const std::string& group, const std::string& name, const std::vector<double>& v);
   void add_column(const std::string& group, const std::string& name, const std::vector<int64_t>& v);
   void add_column(const std::string& group, const std::string& name, const std::vector<int32_t>& v);
   // A column of text (fixed-length HDF5 strings, as long as the longest; h5py reads bytes).
   void add_column(const std::string& group, const std::string& name, const std::vector<std::string>& v);
+  // A column of a table whose columns depend on the run (sweeps, fidelity), with its unit given.
+  void add_column(const std::string& group, const std::string& name, const std::string& unit, const std::vector<double>& v);
+  void add_column(const std::string& group, const std::string& name, const std::string& unit, const std::vector<int64_t>& v);
+  void add_column(const std::string& group, const std::string& name, const std::string& unit, const std::vector<int32_t>& v);
+  void add_column(const std::string& group, const std::string& name, const std::string& unit,
+                  const std::vector<std::string>& v);
   void set_attr(const std::string& group, const std::string& name, double v);
   void set_attr(const std::string& group, const std::string& name, const std::string& v);
 

@@ -32,6 +32,7 @@
 #include <iostream>
 
 #include "engine/common/config_error.h"
+#include "engine/metrics/units.h"
 #include "experiments/cli/command.h"
 #include "experiments/cli/experiment.h"
 #include "experiments/cli/measured_table.h"
@@ -83,13 +84,15 @@ int fidelity_measured(const std::vector<std::string>& args, const std::string& m
     std::fflush(stdout);
   }
   ResultsFile file((fs::path(output) / "fidelity.h5").string());
-  file.add_column("points", "point", names);
+  file.add_column("points", "point", "text", names);
   std::printf("%-14s", "median |err|");
   for (size_t m = 0; m < M; ++m) {
     const std::string c = kMeasuredMetrics[m].column;
-    file.add_column("points", "real_" + c, real[m]);
-    file.add_column("points", "sim_" + c, sim[m]);
-    file.add_column("points", "err_" + c, err[m]);
+    // Named after the table's column, in the summary's units (a _ms column's values are seconds here).
+    const std::string unit = summary_unit(kMeasuredMetrics[m].summary);
+    file.add_column("points", "real_" + c, unit, real[m]);
+    file.add_column("points", "sim_" + c, unit, sim[m]);
+    file.add_column("points", "err_" + c, "1", err[m]);
     std::vector<double> abs_err;
     for (double e : err[m])
       if (!std::isnan(e)) abs_err.push_back(std::abs(e));

@@ -9,6 +9,7 @@
 #include "engine/common/option_table.h"
 #include "engine/common/pending_files.h"
 #include "engine/metrics/results_file.h"
+#include "engine/metrics/units.h"
 
 namespace testbed {
 namespace {
@@ -50,35 +51,38 @@ std::string csv_field(const std::string& s) {
 
 std::string csv_number(double v) { return std::isnan(v) ? "" : format_value(v); }
 
-// A table of named columns, each text or numbers, written to HDF5 and CSV alike.
+// A table of named columns, each text or numbers with its unit, written to HDF5 and CSV alike.
 struct Table {
-  std::vector<std::string> names;
+  std::vector<std::string> names, units;
   std::vector<std::vector<std::string>> text;  // per column; empty when numeric
   std::vector<std::vector<double>> num;
-  void add_text(const std::string& name, std::vector<std::string> v) {
+  void add_text(const std::string& name, const std::string& unit, std::vector<std::string> v) {
     names.push_back(name);
+    units.push_back(unit);
     text.push_back(std::move(v));
     num.emplace_back();
   }
-  void add_numbers(const std::string& name, std::vector<double> v) {
+  void add_numbers(const std::string& name, const std::string& unit, std::vector<double> v) {
     names.push_back(name);
+    units.push_back(unit);
     text.emplace_back();
     num.push_back(std::move(v));
   }
-  // Numeric when every value is a number, else text.
-  void add_values(const std::string& name, std::vector<std::string> v) {
+  // A config key's values ("config": in the key's own unit, testbed run --help):
+  // numeric when every value is a number, else text.
+  void add_config_values(const std::string& name, std::vector<std::string> v) {
     if (all_numbers(v))
-      add_numbers(name, numbers(v));
+      add_numbers(name, "config", numbers(v));
     else
-      add_text(name, std::move(v));
+      add_text(name, "config", std::move(v));
   }
   size_t rows() const { return names.empty() ? 0 : (num[0].empty() ? text[0].size() : num[0].size()); }
   void write_h5(ResultsFile& f, const std::string& group) const {
     for (size_t c = 0; c < names.size(); ++c) {
       if (num[c].empty() && !text[c].empty())
-        f.add_column(group, names[c], text[c]);
+        f.add_column(group, names[c], units[c], text[c]);
       else
-        f.add_column(group, names[c], num[c]);
+        f.add_column(group, names[c], units[c], num[c]);
     }
   }
   void write_csv(const fs::path& path) const {
@@ -125,12 +129,12 @@ void write_sweep_table(const std::string& dir, const SweepTableInfo& info, const
     ids.push_back(r.point->id);
     status.push_back(r.ok ? "ok" : "failed");
   }
-  points.add_text("id", ids);
-  points.add_text("status", status);
+  points.add_text("id", "id", ids);
+  points.add_text("status", "text", status);
   for (const std::string& key : info.columns) {
     std::vector<std::string> v;
     for (const PointRow& r : rows) v.push_back(value_of(r.point->values, key));
-    points.add_values(key, v);
+    points.add_config_values(key, v);
   }
   for (const std::string& m : metric_names) {
     std::vector<double> v;
@@ -138,7 +142,8 @@ void write_sweep_table(const std::string& dir, const SweepTableInfo& info, const
       const auto it = s.find(m);
       v.push_back(it == s.end() ? kNaN : it->second);
     }
-    points.add_numbers(m, v);
+    // A point run by another version may carry a key this one does not document.
+    points.add_numbers(m, is_documented_summary_key(m) ? summary_unit(m) : "unknown", v);
   }
 
   Table found;
@@ -152,17 +157,17 @@ void write_sweep_table(const std::string& dir, const SweepTableInfo& info, const
       first_fail.push_back(s.first_failing);
       probes.push_back(s.num_probes);
     }
-    found.add_text("id", sid);
+    found.add_text("id", "id", sid);
     for (const std::string& key : info.columns) {
       if (key == info.search_key) continue;
       std::vector<std::string> v;
       for (const SearchRow& s : search) v.push_back(value_of(s.values, key));
-      found.add_values(key, v);
+      found.add_config_values(key, v);
     }
-    found.add_text("status", sstatus);
-    found.add_numbers(info.search_key, best);
-    found.add_numbers("first_failing", first_fail);
-    found.add_numbers("num_probes", probes);
+    found.add_text("status", "text", sstatus);
+    found.add_numbers(info.search_key, "config", best);       // the highest value that held
+    found.add_numbers("first_failing", "config", first_fail);  // the lowest probed that did not
+    found.add_numbers("num_probes", "count", probes);
   }
 
   int num_failed = 0;

@@ -19,6 +19,7 @@
 #include "engine/common/config_error.h"
 #include "engine/common/rng.h"
 #include "engine/metrics/results_file.h"
+#include "engine/metrics/units.h"
 
 using namespace testbed;
 namespace fs = std::filesystem;
@@ -151,11 +152,11 @@ TEST_CASE("results file columns and attributes read back with their values and t
   for (double& x : big) x = rng.normal();
   {
     ResultsFile f(path);
-    f.add_column("table", "d", d);
-    f.add_column("table", "i64", i64);
-    f.add_column("table", "i32", i32);
-    f.add_column("table", "empty", std::vector<double>{});
-    f.add_column("other", "big", big);
+    f.add_column("table", "d", "s", d);
+    f.add_column("table", "i64", "bytes", i64);
+    f.add_column("table", "i32", "tokens", i32);
+    f.add_column("table", "empty", "1", std::vector<double>{});
+    f.add_column("other", "big", "1", big);
     f.set_attr("table", "scale", 2.5);
     f.set_attr("table", "label", std::string("hello, results"));
     f.set_attr("table", "replaced", 1.0);
@@ -202,7 +203,7 @@ TEST_CASE("a results file destroyed without commit leaves no file", "[metrics][r
   {
     ResultsFile f(path);
     f.add_column("requests", "id", std::vector<int64_t>{1, 2, 3});
-    f.set_attr("summary", "x", 1.0);
+    f.set_attr("summary", "num_requests", 1.0);
     CHECK(fs::exists(path + ".tmp"));
     CHECK_FALSE(fs::exists(path));
   }
@@ -216,12 +217,12 @@ TEST_CASE("an uncommitted results file leaves an older file at its path untouche
   const std::string path = scratch.file("run.h5");
   {
     ResultsFile f(path);
-    f.add_column("g", "old", std::vector<double>{1.0, 2.0});
+    f.add_column("g", "old", "1", std::vector<double>{1.0, 2.0});
     f.commit();
   }
   {
     ResultsFile f(path);
-    f.add_column("g", "new", std::vector<double>{3.0});
+    f.add_column("g", "new", "1", std::vector<double>{3.0});
   }  // not committed
   CHECK_FALSE(fs::exists(path + ".tmp"));
   H5::H5File file(path, H5F_ACC_RDONLY);
@@ -235,13 +236,13 @@ TEST_CASE("committing over an existing results file replaces it", "[metrics][res
   const std::string path = scratch.file("run.h5");
   {
     ResultsFile f(path);
-    f.add_column("first", "a", std::vector<double>{1.0, 2.0, 3.0});
+    f.add_column("first", "a", "1", std::vector<double>{1.0, 2.0, 3.0});
     f.set_attr("first", "tag", std::string("one"));
     f.commit();
   }
   {
     ResultsFile f(path);
-    f.add_column("second", "b", std::vector<int32_t>{9, 8});
+    f.add_column("second", "b", "1", std::vector<int32_t>{9, 8});
     f.set_attr("second", "tag", std::string("two"));
     f.commit();
   }
@@ -421,7 +422,13 @@ TEST_CASE("write_summary and write_config write attributes", "[metrics][results_
     f.commit();
   }
   H5::H5File file(path, H5F_ACC_RDONLY);
-  CHECK(members(file.openGroup("/")) == std::set<std::string>{"summary", "config"});
+  CHECK(members(file.openGroup("/")) == std::set<std::string>{"summary", "summary_units", "config"});
+  // Every summary value has its unit beside it.
+  H5::Group u = file.openGroup("summary_units");
+  CHECK(read_string_attr(u, "num_requests") == "requests");
+  CHECK(read_string_attr(u, "ttft_p50_s") == "s");
+  CHECK(read_string_attr(u, "duration_s") == "s");
+  CHECK(attr_names(u).size() == 4);
   H5::Group s = file.openGroup("summary");
   CHECK(members(s).empty());  // scalars only
   CHECK(attr_names(s) == std::set<std::string>{"num_requests", "ttft_p50_s", "tpot_mean_s", "duration_s"});
@@ -509,4 +516,52 @@ TEST_CASE("write_itl writes every gap's bin, from which the quantiles follow", "
     }
   }
   CHECK(p99 == h.quantile(0.99));
+}
+
+TEST_CASE("every column carries its unit, and an undocumented one is an internal error", "[metrics][results_file]") {
+  ScratchDir scratch("units");
+  const std::string path = scratch.file("run.h5");
+  {
+    ResultsFile f(path);
+    RequestRecord r;
+    r.id = 1;
+    r.prompt_tokens = 5;
+    f.write_requests({r});
+    f.add_column("sweep_like", "workload.rate", "config", std::vector<double>{2.0});
+    CHECK_THROWS_AS(f.add_column("requests", "no_such_column", std::vector<double>{1.0}), std::logic_error);
+    Summary bad;
+    bad.set("an_undocumented_metric", 1.0);
+    CHECK_THROWS_AS(f.write_summary(bad), std::logic_error);
+    f.commit();
+  }
+  H5::H5File file(path, H5F_ACC_RDONLY);
+  const auto unit_of = [&](const std::string& ds) {
+    H5::DataSet d = file.openDataSet(ds);
+    H5::Attribute a = d.openAttribute("unit");
+    std::string v;
+    a.read(a.getStrType(), v);
+    return std::string(v.c_str());
+  };
+  CHECK(unit_of("requests/ttft_s") == "s");
+  CHECK(unit_of("requests/prompt_tokens") == "tokens");
+  CHECK(unit_of("requests/id") == "id");
+  CHECK(unit_of("sweep_like/workload.rate") == "config");
+  // Every documented table's columns have a unit from the vocabulary in units.h.
+  const std::set<std::string> vocabulary = {"s", "tokens", "requests", "blocks", "bytes", "GB", "FLOP", "USD", "kWh",
+                                            "GPU-s", "GPU-h/day", "tok/s", "req/s", "req/day", "tok/kWh", "USD/Mtok",
+                                            "instances", "seqs", "steps", "count", "id", "1", "bool", "code", "text",
+                                            "signal"};
+  for (const TableDoc& t : table_docs())
+    for (const MetricDoc& c : t.columns) {
+      INFO(t.group << "/" << c.name);
+      CHECK(vocabulary.count(c.unit));
+      CHECK_FALSE(c.meaning.empty());
+    }
+  for (const MetricDoc& d : summary_docs()) {
+    INFO(d.name);
+    CHECK(vocabulary.count(d.unit));
+    CHECK_FALSE(d.meaning.empty());
+  }
+  CHECK(summary_unit("pool_decode_gpu_seconds") == "GPU-s");  // a pattern's instance
+  CHECK_THROWS_AS(summary_unit("pool__gpu_seconds"), std::logic_error);  // <NAME> is never empty
 }
