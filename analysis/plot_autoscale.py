@@ -13,19 +13,18 @@ autoscaler (/autoscale: sim/autoscaler.h). Three panels, sharing the time axis:
     rate) and which saturate or stay flat (GPU and CPU-like utilisation, KV usage).
 Writes FILE (default: the first run's DIR/autoscale.png) and prints a markdown
 table: replicas, GPU-hours, SLO attainment, TTFT p95 and cost per run.
+Draws through analysis/style.py (the legends name the signals in words).
 """
 import argparse
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import results  # noqa: E402  (analysis/results.py)
+import style  # noqa: E402  (analysis/style.py)
+import matplotlib.pyplot as plt  # noqa: E402
 
 SIGNALS = ["queue_depth", "active_seqs", "kv_usage", "gpu_util", "cpu_util", "request_rate", "ttft_p95_s"]
 
@@ -38,6 +37,18 @@ def label(r):
     if policy == "threshold":
         return f"{signal} (> {r.get_config('autoscale.up_above', default='?')})"
     return f"{signal} ({policy})"
+
+
+def figure_label(r):
+    """label(r) in words, for the figure: 'queue depth, target 4', 'time to first token, p95 > 1 s'."""
+    signal = r.get_config("autoscale.signal", default="?")
+    policy = r.get_config("autoscale.policy", default="?")
+    name, seconds = style.words(signal), " s" if style.unit(signal) == "s" else ""
+    if policy == "target":
+        return f"{name}, target {r.get_config('autoscale.target', default='?')}{seconds}"
+    if policy == "threshold":
+        return f"{name} > {r.get_config('autoscale.up_above', default='?')}{seconds}"
+    return f"{name} ({policy})"
 
 
 def paid(a):
@@ -56,35 +67,35 @@ def main(argv=None):
     out = args.out or os.path.join(os.path.dirname(runs[0].path), "autoscale.png")
 
     fig, axes = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
-    for r in runs:
+    for k, r in enumerate(runs):
         a = r.table("autoscale")
-        axes[0].step(a["t"], paid(a), where="post", label=label(r))
-    axes[0].set_ylabel("replicas paid for")
-    axes[0].set_title("replicas over time")
-    axes[0].legend(fontsize=8)
+        axes[0].step(a["t"], paid(a), where="post", color=style.color(k),
+                     ls=style.LINESTYLES[k // len(style.PALETTE) % len(style.LINESTYLES)], label=figure_label(r))
+    axes[0].set_ylabel("replicas paid for\n(active + starting + draining)")
+    axes[0].set_title("replicas over time, per autoscaling signal")
+    axes[0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), title="signal and policy")
 
     arrivals = runs[0].requests["arrival_s"]
     if "cancelled" in runs[0].tables:
         arrivals = np.concatenate([arrivals, runs[0].table("cancelled")["arrival_s"]])
     edges = np.arange(0.0, max(float(arrivals.max()), 10.0) + 10.0, 10.0)
     counts, _ = np.histogram(arrivals, bins=edges)
-    axes[1].step(edges[:-1], counts / 10.0, where="post", color="black")
+    axes[1].step(edges[:-1], counts / 10.0, where="post", color=style.COLORS["baseline"], label="arrivals")
     axes[1].set_ylabel("arrivals per second")
     axes[1].set_title("offered load (10 s bins)")
 
     a = runs[0].table("autoscale")
-    for s in SIGNALS:
+    for k, s in enumerate(SIGNALS):
         v = np.asarray(a[s], dtype=float)
         top = np.nanmax(v) if v.size else 0.0
-        axes[2].plot(a["t"], v / top if top > 0 else v, label=f"{s} (max {top:.3g})")
+        what = style.unit(s)
+        axes[2].plot(a["t"], v / top if top > 0 else v, color=style.color(k),
+                     label=f"{style.words(s)} (max {style.number(top)}{', ' + what if what else ''})")
     axes[2].set_ylabel("signal / its maximum")
     axes[2].set_xlabel("time (s)")
-    axes[2].set_title(f"signals of the first run: {label(runs[0])}")
-    axes[2].legend(fontsize=7, ncol=2)
-    for ax in axes:
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    axes[2].set_title(f"signals of the first run ({figure_label(runs[0])}), per active replica")
+    axes[2].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), title="signal (its maximum)")
+    style.savefig(fig, out, dpi=110)
 
     print("| signal | replicas (mean) | GPU-hours | SLO attainment | TTFT p95 (s) | $ per request |")
     print("| --- | --- | --- | --- | --- | --- |")

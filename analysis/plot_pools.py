@@ -8,22 +8,20 @@ RESULTS is a run directory or its results.h5. Three panels:
     fleet.sample_interval_s > 0; otherwise each pool's mean KV usage over the run);
   - utilization per pool (busy time / wall time of its instances);
   - the CDFs of each request's KV transfer time and back-pressure wait
-    (first token -> transfer start), when requests were handed off.
+    (first token -> transfer start), when requests were handed off, on a log time axis.
 Writes FILE (default DIR/pools.png) and prints a markdown table per pool.
-Reads through analysis/results.py.
+Reads through analysis/results.py; draws through analysis/style.py.
 """
 import argparse
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import results  # noqa: E402  (analysis/results.py)
+import style  # noqa: E402  (analysis/style.py)
+import matplotlib.pyplot as plt  # noqa: E402
 
 
 def text(values):
@@ -55,10 +53,13 @@ def kv_over_time(r):
     return out
 
 
-def cdf(ax, values, label):
-    v = np.sort(np.asarray(values, dtype=float))
-    if v.size:
-        ax.plot(v * 1e3, np.arange(1, v.size + 1) / v.size, label=label)
+def cdf(ax, values, column):
+    """The CDF of one hand-off column on a log axis; the share of zeros (not drawable on it) is named."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    zeros = float(np.mean(v <= 0)) if v.size else 0.0
+    name = style.words(column) + (f" ({100 * zeros:.0f}% are 0)" if zeros > 0 else "")
+    style.cdf(ax, v, name, column=column, percentiles=(99,), color=style.color(len(ax.get_legend_handles_labels()[0])))
 
 
 def main(argv=None):
@@ -72,34 +73,37 @@ def main(argv=None):
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     kv = kv_over_time(r)
+    names = list(pools)
+    colours = [style.color(k) for k in range(len(names))]
     if kv:
-        for pool, (t, usage) in kv.items():
-            axes[0].plot(t, usage, label=f"{pool} ({pools[pool]['role']})")
+        for k, (pool, (t, usage)) in enumerate(kv.items()):
+            axes[0].plot(t, usage, color=style.color(names.index(pool) if pool in names else k),
+                         label=f"{pool} ({pools[pool]['role']})")
         axes[0].set_xlabel("time (s)")
-        axes[0].set_ylabel("KV usage (mean over the pool)")
+        axes[0].set_ylabel("KV-cache usage (share of blocks,\nmean over the pool's instances)")
         axes[0].legend()
     else:
-        axes[0].bar(list(pools), [p["kv_usage_mean"] for p in pools.values()])
-        axes[0].set_ylabel("mean KV usage over the run")
+        axes[0].bar(names, [p["kv_usage_mean"] for p in pools.values()], color=colours)
+        axes[0].set_xlabel("pool")
+        axes[0].set_ylabel("KV-cache usage, mean over the run\n(share of blocks)")
     axes[0].set_title("KV cache")
-    axes[1].bar(list(pools), [p["utilization"] for p in pools.values()])
+    axes[1].bar(names, [p["utilization"] for p in pools.values()], color=colours)
     axes[1].set_ylim(0, 1.05)
-    axes[1].set_ylabel("busy / wall time")
+    axes[1].set_xlabel("pool")
+    axes[1].set_ylabel("utilization (busy time / wall time)")
     axes[1].set_title("utilization per pool")
     req = r.requests
     if "transfer_s" in req:
-        cdf(axes[2], req["transfer_s"], "KV transfer")
-        cdf(axes[2], req["handoff_wait_s"], "wait for decode room")
-        axes[2].set_xlabel("ms")
-        axes[2].set_ylabel("share of requests")
-        axes[2].legend()
+        cdf(axes[2], req["transfer_s"], "transfer_s")
+        cdf(axes[2], req["handoff_wait_s"], "handoff_wait_s")
+        axes[2].set_xlabel("time per handed-off request (ms, log)")
+        axes[2].set_ylabel("share of requests at or below x")
+        axes[2].legend(loc="lower right")
     else:
         axes[2].text(0.5, 0.5, "no hand-offs", ha="center", va="center", transform=axes[2].transAxes)
+        axes[2].set_axis_off()
     axes[2].set_title("hand-offs")
-    for ax in axes:
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    style.savefig(fig, out, dpi=110)
     print("| pool | role | size | GPUs each | utilization | KV usage | batch size |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, p in pools.items():

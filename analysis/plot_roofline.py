@@ -8,7 +8,8 @@
 Writes FILE.png (default: the CSV's name with .png): step time and its compute
 and memory terms against batch size (log-log), the weight-GEMM terms dashed, the
 knee (where the weight GEMMs' compute time meets their memory time) marked, and
-throughput (tokens/s) on a second panel. Reads only the CSV.
+throughput (tokens/s) on a second panel. Reads only the CSV; draws through
+analysis/style.py.
 """
 import argparse
 import csv
@@ -17,9 +18,8 @@ import os
 import sys
 import textwrap
 
-import matplotlib
-
-matplotlib.use("Agg")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import style  # noqa: E402  (analysis/style.py)
 import matplotlib.pyplot as plt  # noqa: E402
 
 
@@ -64,35 +64,35 @@ def main():
     b = c["batch"]
     ms = lambda xs: [x * 1e3 for x in xs]  # noqa: E731
     fig, (ax, ax_tp) = plt.subplots(2, 1, figsize=(8, 8), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
-    ax.plot(b, ms(c["step_s"]), color="black", lw=2, label="step time (roofline + comm + overhead)")
-    ax.plot(b, ms(c["compute_s"]), color="tab:red", label="compute term, all ops")
-    ax.plot(b, ms(c["memory_s"]), color="tab:blue", label="memory term, all ops")
-    ax.plot(b, ms(c["dense_compute_s"]), color="tab:red", ls="--", label="compute term, weight GEMMs")
-    ax.plot(b, ms(c["dense_memory_s"]), color="tab:blue", ls="--", label="memory term, weight GEMMs")
+    compute, memory = style.COLORS["prefill"], style.COLORS["decode"]  # compute-bound like prefill
+    ax.plot(b, ms(c["step_s"]), color=style.COLORS["baseline"], lw=2, label="step time (roofline + comm + overhead)")
+    ax.plot(b, ms(c["compute_s"]), color=compute, label="compute term, all ops")
+    ax.plot(b, ms(c["memory_s"]), color=memory, label="memory term, all ops")
+    ax.plot(b, ms(c["dense_compute_s"]), color=compute, ls="--", label="compute term, weight GEMMs")
+    ax.plot(b, ms(c["dense_memory_s"]), color=memory, ls="--", label="memory term, weight GEMMs")
     if any(x > 0 for x in c["comm_s"]):
-        ax.plot(b, ms(c["comm_s"]), color="tab:green", label="tensor-parallel communication")
+        ax.plot(b, ms(c["comm_s"]), color=style.GREEN, label="tensor-parallel communication")
+    style.log_axis(ax, "y")
     k = knee(b, c["dense_compute_s"], c["dense_memory_s"])
     if k is not None:
         for a in (ax, ax_tp):
-            a.axvline(k, color="gray", ls=":")
-        ax.annotate(f"knee B*≈{k:.0f}", (k, ax.get_ylim()[1]), xytext=(5, -15), textcoords="offset points",
-                    color="gray")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_ylabel("decode step time (ms)")
+            a.axvline(k, color=style.COLORS["reference"], ls=":")
+        ax.annotate(f"knee B* ≈ {k:.0f}", (k, 1.0), xycoords=("data", "axes fraction"), xytext=(4, -4),
+                    textcoords="offset points", va="top", color=style.COLORS["reference"])
+    style.log_axis(ax, "x", base=2)
+    ax.set_ylabel("decode step time (ms, log)")
     ax.set_title("\n".join(textwrap.wrap(title, 90)), fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.grid(True, which="minor", axis="y", alpha=0.12)
+    ax.legend(loc="upper left")
 
-    ax_tp.plot(b, c["tokens_per_s"], color="black")
-    ax_tp.set_xscale("log", base=2)
-    ax_tp.set_xlabel("decode batch size (sequences)")
-    ax_tp.set_ylabel("tokens / s")
-    ax_tp.grid(True, which="both", alpha=0.3)
+    ax_tp.plot(b, c["tokens_per_s"], color=style.COLORS["baseline"], label="output tokens / s")
+    style.log_axis(ax_tp, "x", base=2)
+    ax_tp.set_xlabel("decode batch size (sequences, log)")
+    ax_tp.set_ylabel("output tokens / s (one instance)")
+    style.plain(ax_tp, "y")
     if not math.isfinite(max(c["tokens_per_s"])):
         sys.exit(f"{args.csv}: non-finite throughput")
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    style.savefig(fig, out, dpi=120)
     print(out)
 
 

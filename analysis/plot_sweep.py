@@ -8,25 +8,29 @@ One line per value of --hue (if given), one panel per --y metric. Every other
 swept key must take a single value among the plotted rows: fix the rest with
 --where KEY=VALUE (values compare as numbers when the column is numeric).
 Failed points are left out. Writes FILE (default DIR/<y>_vs_<x>.png) and prints
-the plotted values as a markdown table. Reads through analysis/results.py.
+the plotted values as a markdown table (in the stored units). Reads through
+analysis/results.py; the axes say what the keys and metrics are, in words and
+the units of analysis/style.py (TPOT in ms, hit rates in %).
 """
 import argparse
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import results  # noqa: E402  (analysis/results.py)
+import style  # noqa: E402  (analysis/style.py)
+import matplotlib.pyplot as plt  # noqa: E402
 
 
 def fmt(v):
     """A cell or label: numbers in their shortest form (256, not 256.0)."""
     return f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)
+
+
+def numeric(values):
+    return np.asarray(values).dtype.kind in "fiu"
 
 
 def swept_keys(sw):
@@ -89,26 +93,30 @@ def main(argv=None):
         mask = np.ones(len(rows["id"]), dtype=bool) if hue is None else rows[args.hue] == hue
         order = np.argsort(rows[args.x][mask], kind="stable")
         xs = rows[args.x][mask][order]
+        x_plot = style.scaled(args.x, xs) if numeric(xs) else xs
+        if hue is None:
+            name = None
+        else:
+            u = style.unit(args.hue)
+            name = f"{fmt(hue * style.scaled(args.hue, 1.0) if numeric([hue]) else hue)}{' ' + u if u else ''}"
         for ax, m in zip(axes[0], args.y):
-            ax.plot(xs, rows[m][mask][order], "o-", label=None if hue is None else f"{args.hue} = {fmt(hue)}")
+            ax.plot(x_plot, style.scaled(m, rows[m][mask][order]), "o-", label=name)
         for i in range(len(xs)):
             cells = ([fmt(hue)] if args.hue else []) + [fmt(xs[i])] + [f"{rows[m][mask][order][i]:.6g}" for m in args.y]
             print("| " + " | ".join(cells) + " |")
     for ax, m in zip(axes[0], args.y):
-        ax.set_xlabel(args.x)
-        ax.set_ylabel(m)
-        ax.grid(alpha=0.3)
+        ax.set_xlabel(style.label(args.x, log=args.logx))
+        ax.set_ylabel(style.label(m, log=args.logy))
         if args.logx:
-            ax.set_xscale("log")
+            style.log_axis(ax, "x")
         if args.logy:
-            ax.set_yscale("log")
+            style.log_axis(ax, "y")
         if args.hue:
-            ax.legend(fontsize=8)
+            ax.legend(title=style.words(args.hue))
     fixed = ", ".join(args.where)
     fig.suptitle(f"{os.path.basename(os.path.dirname(sw.path))}{': ' + fixed if fixed else ''}", fontsize=10)
-    fig.tight_layout()
     out = args.out or os.path.join(sw.dir, f"{'_'.join(args.y)}_vs_{args.x}.png")
-    fig.savefig(out, dpi=110)
+    style.savefig(fig, out, dpi=110)
     print(f"wrote {out}", file=sys.stderr)
 
 

@@ -11,20 +11,18 @@ and writes
   goodput.png      goodput per GPU against the SLO scale, 2 and 4 GPUs, per trace
   attainment.png   SLO attainment and P99 time between tokens against the rate (2 GPUs)
 and prints the README's tables (markdown) on stdout. The SLO scale s is TTFT <= 0.4 s x s
-and TPOT <= 25 ms x s (experiments/distserve.ini).
+and TPOT <= 25 ms x s (experiments/distserve.ini). Figures are drawn through analysis/style.py.
 """
 import argparse
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
 import results  # noqa: E402  (analysis/results.py)
+import style  # noqa: E402  (analysis/style.py)
+import matplotlib.pyplot as plt  # noqa: E402
 
 TRACES = [("conv", "Azure conversation (prompts p50 1,020, outputs p50 129)"),
           ("code", "Azure code (prompts p50 1,469, outputs p50 13)")]
@@ -105,26 +103,25 @@ def main():
         sys.exit(f"plot.py: no sweep under {args.results}; run papers/distserve/run.sh first")
 
     # Goodput per GPU against the SLO scale.
-    fig, axes = plt.subplots(len(TRACES), 2, figsize=(12, 8.5), squeeze=False)
+    fig, axes = plt.subplots(len(TRACES), 2, figsize=(13.5, 8.5), squeeze=False)
     for r, (trace, title) in enumerate(TRACES):
         for c, budget in enumerate((2, 4)):
             ax = axes[r][c]
             for name, pts in curves[(trace, budget)].items():
                 sc = sorted(pts)
                 y = [pts[s][0] / pts[s][2] if pts[s][1] != "below_range" else 0.0 for s in sc]
-                style = "s--" if "unified" in name else "o-"
-                ax.plot(sc, y, style, label=name, ms=4)
+                marker = "s--" if "unified" in name else "o-"
+                ax.plot(sc, y, marker, label=name, ms=4)
             ax.set_xscale("log")
             ax.set_xticks([0.4, 0.6, 1, 1.5, 2])
             ax.set_xticklabels(["0.4", "0.6", "1", "1.5", "2"])
-            ax.set_xlabel("SLO scale (TTFT ≤ 0.4 s × s, TPOT ≤ 25 ms × s)")
+            ax.minorticks_off()
+            ax.set_xlabel("SLO scale s, log (TTFT ≤ 0.4 s × s, TPOT ≤ 25 ms × s)")
             ax.set_ylabel("goodput per GPU (req/s)")
-            ax.set_title(f"{budget} GPUs — {title}", fontsize=9)
-            ax.grid(alpha=0.3, which="both")
-            ax.legend(fontsize=7)
-    fig.suptitle("Llama-3.1-8B / H100: highest rate with ≥ 90% of requests within both SLOs", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(os.path.join(args.out, "goodput.png"), dpi=100)
+            ax.set_title(f"{budget} GPUs — {title}")
+            ax.legend(title="design", fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle("Llama-3.1-8B / H100: highest rate with ≥ 90% of requests within both SLOs")
+    style.savefig(fig, os.path.join(args.out, "goodput.png"), dpi=100)
 
     # Goodput tables.
     for budget in (2, 4):
@@ -166,17 +163,16 @@ def main():
                 x = rows["workload.rate"][o]
                 axes[0][c].plot(x, 100 * rows["slo_attainment"][o], "o-", ms=3, label=name)
                 axes[1][c].plot(x, 1e3 * rows["itl_p99_s"][o], "o-", ms=3, label=name)
-            axes[0][c].axhline(90, color="grey", ls=":", lw=1)
-            axes[0][c].set_ylabel("SLO attainment (%)")
-            axes[0][c].set_title(f"{title}: TTFT ≤ 0.4 s, TPOT ≤ 25 ms", fontsize=9)
-            axes[1][c].set_yscale("log")
-            axes[1][c].set_ylabel("P99 time between tokens (ms)")
+            axes[0][c].axhline(90, color=style.COLORS["reference"], ls=":", lw=1, label="90% (the goodput's bar)")
+            axes[0][c].set_ylabel("SLO attainment (% of requests)")
+            axes[0][c].set_title(f"{title}: TTFT ≤ 0.4 s, TPOT ≤ 25 ms")
+            if axes[1][c].lines:
+                style.log_axis(axes[1][c], "y")
+            axes[1][c].set_ylabel("time between tokens, p99 (ms, log)")
             for r in range(2):
                 axes[r][c].set_xlabel("offered rate (req/s), 2 GPUs")
-                axes[r][c].grid(alpha=0.3, which="both")
-                axes[r][c].legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(os.path.join(args.out, "attainment.png"), dpi=100)
+                axes[r][c].legend(title="design", fontsize=7)
+        style.savefig(fig, os.path.join(args.out, "attainment.png"), dpi=100)
 
         order = [f"2 unified, {label}" for label, _ in COLOCATED] + ["1P1D"]
         names = [n for n in order if any(k == n for _, k in att)]

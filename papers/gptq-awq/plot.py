@@ -6,7 +6,8 @@
 Reads {plain,outliers}/quant_eval.csv (testbed quant-eval: method, group,
 kl_mean, kl_p90, top1_agreement, positions) and roofline_8b_{auto,fp8,w4a16}.txt
 (testbed roofline), writes kl.png (KL divergence per method and group size,
-both settings) and prints the README's tables (markdown).
+both settings) and prints the README's tables (markdown). The figure is drawn through
+analysis/style.py.
 """
 import argparse
 import csv
@@ -14,13 +15,11 @@ import os
 import re
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "analysis"))
+import style  # noqa: E402  (analysis/style.py)
+import matplotlib.pyplot as plt  # noqa: E402
 SETTINGS = [("plain", "dummy weights"), ("outliers", "4 outlier channels ×20")]
 METHODS = ["rtn", "gptq", "awq"]
 
@@ -57,18 +56,20 @@ def main():
         groups = sorted({r["group"] for r in rows if r["method"] in METHODS})
         for i, m in enumerate(METHODS):
             ys = [next((r["kl"] for r in rows if r["method"] == m and r["group"] == g), float("nan")) for g in groups]
-            ax.bar([j + 0.25 * (i - 1) for j in range(len(groups))], ys, width=0.25, label=f"w4a16 {m}")
+            ax.bar([j + 0.25 * (i - 1) for j in range(len(groups))], ys, width=0.25, color=style.color(i),
+                   label=f"w4a16 {m}")
         fp8 = [r["kl"] for r in rows if r["method"] == "fp8"]
         if fp8:
-            ax.axhline(fp8[0], color="k", linestyle="--", label="fp8 (W8A8)")
+            ax.axhline(fp8[0], color=style.COLORS["baseline"], linestyle="--", label="fp8 (W8A8)")
         ax.set_xticks(range(len(groups)))
-        ax.set_xticklabels([f"group {g}" for g in groups])
-        ax.set_ylabel("mean KL(unquantized ‖ quantized), nats")
+        ax.set_xticklabels([f"{g}" for g in groups])
+        ax.set_xlabel("quantization group size (weights sharing a scale)")
+        ax.set_ylabel("mean KL(unquantized ‖ quantized) (nats)")
         ax.set_title(f"tiny model, {label}")
-        ax.legend(fontsize=8)
-    fig.tight_layout()
+        ax.grid(False, axis="x")
+        ax.legend(title="method")
     os.makedirs(a.out, exist_ok=True)
-    fig.savefig(os.path.join(a.out, "kl.png"), dpi=120)
+    style.savefig(fig, os.path.join(a.out, "kl.png"), dpi=120)
     for key, label in SETTINGS:
         if key not in found:
             continue

@@ -16,22 +16,20 @@ move, and costs against the baseline at that fleet. Writes FILE (default
 DIR/latency_budget.png) and prints the tables in markdown, against seed 001's
 TTFT p95 650 ms, GPU utilisation 82% and -46% cost per generation.
 --pool-sizes prints the flags of the chosen pool sizes (--pool.NAME.size=N ...)
-for run.sh's steps 5 and 6.
+for run.sh's steps 5 and 6. The figure is drawn through analysis/style.py.
 """
 import argparse
 import math
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "analysis"))
 import results  # noqa: E402
+import style  # noqa: E402  (analysis/style.py)
+import matplotlib.pyplot as plt  # noqa: E402
 
 STEPS = [
     ("step0_baseline", "baseline: static batching, no caches, bf16"),
@@ -197,33 +195,32 @@ def main(argv=None):
     x = np.arange(len(steps))
     fig, axes = plt.subplots(1, 3, figsize=(16, 5.2))
     ttft = [s[1]["ttft_p95_s"] * 1e3 for s in steps]
-    colors = ["tab:red" if not s[2] else "tab:blue" for s in steps]
+    colors = [style.COLORS["bad"] if not s[2] else style.COLORS["good"] for s in steps]
     axes[0].bar(x, ttft, color=colors)
-    axes[0].set_yscale("log")
-    axes[0].axhline(SEED["ttft_p95_s"] * 1e3, color="black", ls="--", label="seed 001: 650 ms")
-    axes[0].axhline(TTFT_SLO * 1e3, color="gray", ls=":", label=f"SLO {TTFT_SLO * 1e3:.0f} ms")
-    axes[0].set_ylabel("TTFT p95 (ms, log)")
-    axes[0].set_title("TTFT p95 (red: SLO not met at any size)")
-    axes[1].bar(x, [util(s[1]) for s in steps])
-    axes[1].axhline(SEED["gpu_util"], color="black", ls="--", label="seed 001: 82%")
+    style.log_axis(axes[0], "y")
+    axes[0].axhline(SEED["ttft_p95_s"] * 1e3, color=style.COLORS["baseline"], ls="--", label="seed 001: 650 ms")
+    axes[0].axhline(TTFT_SLO * 1e3, color=style.COLORS["reference"], ls=":", label=f"SLO {TTFT_SLO * 1e3:.0f} ms")
+    axes[0].set_ylabel("time to first token, p95 (ms, log)")
+    axes[0].set_title("TTFT p95 (vermillion: SLO not met at any size)")
+    axes[1].bar(x, [util(s[1]) for s in steps], color=style.COLORS["good"])
+    axes[1].axhline(SEED["gpu_util"], color=style.COLORS["baseline"], ls="--", label="seed 001: 82%")
     axes[1].set_ylim(0, 1.05)
     axes[1].set_ylabel("busy GPU-seconds / paid GPU-seconds")
     axes[1].set_title("GPU utilisation")
     change = [s[1]["usd_per_request"] / base_cost - 1 for s in steps]
-    axes[2].bar(x, [100 * c for c in change])
-    axes[2].axhline(100 * SEED["cost_change"], color="black", ls="--", label="seed 001: -46%")
+    axes[2].bar(x, [100 * c for c in change], color=style.COLORS["good"])
+    axes[2].axhline(100 * SEED["cost_change"], color=style.COLORS["baseline"], ls="--", label="seed 001: -46%")
     axes[2].set_ylabel(f"cost per generation vs the baseline on {FIXED} replicas (%)")
     axes[2].set_title("cost per generation")
     for ax in axes:
         ax.set_xticks(x)
         ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
-        ax.grid(alpha=0.3, axis="y")
-        ax.legend(fontsize=8)
-    fig.suptitle("Llama-3.1-70B (TP 4, H100) on the Azure conversation trace x10: each step right-sized to the SLO",
-                 fontsize=10)
-    fig.tight_layout()
+        ax.set_xlabel("step (each right-sized to the SLO)")
+        ax.grid(False, axis="x")
+        ax.legend(loc="lower center" if ax is axes[1] else "best")
+    fig.suptitle("Llama-3.1-70B (TP 4, H100) on the Azure conversation trace x10: each step right-sized to the SLO")
     out = args.out or os.path.join(args.results, "latency_budget.png")
-    fig.savefig(out, dpi=110)
+    style.savefig(fig, out, dpi=110)
     print(f"\nwrote {out}")
 
 

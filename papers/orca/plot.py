@@ -13,22 +13,22 @@ and prints the README's tables (markdown) on stdout, including where the time of
 saturated runs of the steps sweep (results/orca/steps/, papers/orca/steps.ini) goes: that
 table comes from each of its points' own /steps table. Normalized latency is a request's
 end-to-end latency divided by its output tokens (s/token), as in Orca's evaluation: the
-summary's normalized_latency_{p50,mean}_s. Results are read through analysis/results.py.
+summary's normalized_latency_{p50,mean}_s. Results are read through analysis/results.py,
+figures drawn through analysis/style.py.
 """
 import argparse
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
 import results  # noqa: E402  (analysis/results.py)
+import style  # noqa: E402  (analysis/style.py)
+import matplotlib.pyplot as plt  # noqa: E402
 
-POLICIES = [("static", "request-level (static)", "tab:red"), ("fcfs", "iteration-level (fcfs)", "tab:blue")]
+POLICIES = [("static", "request-level (static)", style.COLORS["bad"]),
+            ("fcfs", "iteration-level (fcfs)", style.COLORS["good"])]
 NL_TARGETS_S = (0.025, 0.05)  # median normalized latency targets for "throughput at equal latency"
 
 
@@ -99,22 +99,18 @@ def plot_load_sweep(sweep, b, out):
         a_e2e.plot(rates, col(runs, "e2e_p50_s"), "o-", color=color, label=f"{label}, p50")
         a_e2e.plot(rates, col(runs, "e2e_p90_s"), "s--", color=color, alpha=0.6, label=f"{label}, p90")
     lim = max(r for (bb, _), runs in sweep.items() if bb == b for r, _ in runs)
-    a_tp.plot([0, lim], [0, lim], ":", color="gray", label="offered = achieved")
+    a_tp.plot([0, lim], [0, lim], ":", color=style.COLORS["reference"], label="offered = achieved")
     a_tp.set_ylabel("achieved throughput (req/s)")
-    a_nl.set_ylabel("normalized latency (ms / output token)")
-    a_ttft.set_ylabel("TTFT (s)")
-    a_e2e.set_ylabel("end-to-end latency (s)")
+    a_nl.set_ylabel("normalized latency (ms / output token, log)")
+    a_ttft.set_ylabel("time to first token (s, log)")
+    a_e2e.set_ylabel("end-to-end latency (s, log)")
     for ax in (a_nl, a_ttft, a_e2e):
-        ax.set_yscale("log")
+        style.log_axis(ax, "y")
     for ax in axes.flat:
         ax.set_xlabel("offered load (req/s, Poisson)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend()
     fig.suptitle(f"Llama-3.1-70B, TP=4 on H100 (roofline), Azure conv. lengths, max_num_seqs = {b}")
-    fig.tight_layout()
-    path = os.path.join(out, f"load_sweep_b{b}.png")
-    fig.savefig(path, dpi=110)
-    return path
+    return style.savefig(fig, os.path.join(out, f"load_sweep_b{b}.png"), dpi=110)
 
 
 def plot_latency_vs_throughput(sweep, out):
@@ -129,19 +125,15 @@ def plot_latency_vs_throughput(sweep, out):
                         color=color, alpha=0.4 + 0.6 * batch_sizes.index(b) / max(1, len(batch_sizes) - 1),
                         label=f"{label}, max_num_seqs {b}")
     for target in NL_TARGETS_S:
-        ax.axhline(target * 1e3, color="gray", ls=":")
+        ax.axhline(target * 1e3, color=style.COLORS["reference"], ls=":")
         ax.text(0.01, target * 1e3, f"{target * 1e3:g} ms/token", transform=ax.get_yaxis_transform(),
-                color="gray", fontsize=8, va="bottom")
-    ax.set_yscale("log")
+                color=style.COLORS["reference"], fontsize=8, va="bottom")
+    style.log_axis(ax, "y")
     ax.set_xlabel("achieved throughput (req/s)")
-    ax.set_ylabel("median normalized latency (ms / output token)")
-    ax.set_title("Llama-3.1-70B, TP=4 on H100 (roofline), Azure conversation lengths", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = os.path.join(out, "latency_vs_throughput.png")
-    fig.savefig(path, dpi=110)
-    return path
+    ax.set_ylabel("median normalized latency (ms / output token, log)")
+    ax.set_title("Llama-3.1-70B, TP=4 on H100 (roofline), Azure conversation lengths")
+    ax.legend()
+    return style.savefig(fig, os.path.join(out, "latency_vs_throughput.png"), dpi=110)
 
 
 def print_tables(sweep):

@@ -10,27 +10,26 @@ through analysis/results.py, and writes
                  one column per KV capacity, one line per allocator
 and prints the README's tables (markdown) on stdout: KV waste and batch size per
 allocator, and the highest rate each sustains at a median normalized latency of 0.1 s.
+Figures are drawn through analysis/style.py.
 """
 import argparse
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
 import results  # noqa: E402  (analysis/results.py)
+import style  # noqa: E402  (analysis/style.py)
+import matplotlib.pyplot as plt  # noqa: E402
 
 # (kv_reservation, admission_watermark, label, colour), as in load.ini's zip
 ALLOCATORS = [
-    ("paged", 0.0, "paged (vLLM), no watermark", "tab:cyan"),
-    ("paged", 0.01, "paged (vLLM), 1% watermark", "tab:blue"),
-    ("oracle", 0.0, "reserve prompt + output (Orca Oracle)", "tab:green"),
-    ("pow2", 0.0, "reserve next power of 2 (Orca Pow2)", "tab:orange"),
-    ("max_length", 0.0, "reserve max_model_len (Orca Max)", "tab:red"),
+    ("paged", 0.0, "paged (vLLM), no watermark", style.SKY),
+    ("paged", 0.01, "paged (vLLM), 1% watermark", style.BLUE),
+    ("oracle", 0.0, "reserve prompt + output (Orca Oracle)", style.GREEN),
+    ("pow2", 0.0, "reserve next power of 2 (Orca Pow2)", style.ORANGE),
+    ("max_length", 0.0, "reserve max_model_len (Orca Max)", style.VERMILLION),
 ]
 CAPACITIES = [(0.0, "KV of an 80 GB A100 (28,181 blocks)"), (2048.0, "tight KV (2,048 blocks)")]
 
@@ -65,19 +64,16 @@ def main():
             axes[0][c].plot(x, r["normalized_latency_p50_s"], "o-", color=colour, label=label)
             axes[1][c].plot(x, r["batch_size_mean"], "o-", color=colour, label=label)
             axes[2][c].plot(x, 100 * r["kv_waste_mean"], "o-", color=colour, label=label)
-        axes[0][c].set_title(title, fontsize=10)
-        axes[0][c].set_yscale("log")
-        axes[0][c].set_ylabel("median normalized latency (s / token)")
+        axes[0][c].set_title(title)
+        style.log_axis(axes[0][c], "y")
+        axes[0][c].set_ylabel("median normalized latency\n(s / output token, log)")
         axes[1][c].set_ylabel("sequences per step (time mean)")
         axes[2][c].set_ylabel("KV slots allocated, unused (%)")
         axes[2][c].set_xlabel("offered rate (req/s)")
-        for a in axes[:, c]:
-            a.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle("Llama-3.1-8B / A100 80 GB, Azure conversation trace (5,000 requests)", fontsize=10)
-    fig.tight_layout()
+    style.figure_legend(fig, axes[0][0], where="bottom", title="KV allocator", ncol=3)
+    fig.suptitle("Llama-3.1-8B / A100 80 GB, Azure conversation trace (5,000 requests)")
     os.makedirs(args.out, exist_ok=True)
-    fig.savefig(os.path.join(args.out, "load.png"), dpi=100)
+    style.savefig(fig, os.path.join(args.out, "load.png"), dpi=100)
 
     # KV waste and batch size at a rate every allocator sustains on the full cache.
     rate = 4.0

@@ -11,27 +11,27 @@ this script) and the tables to <results>/tables.md. Sections that were not run a
 Two things are not in the merged tables and come from a point's own results file: the
 share of requests with any cached token ("requests with a hit", from /requests; used when
 the summary has no request_hit_share metric) and the trace a Mooncake point read (its
-config's trace.path, for the titles).
+config's trace.path, for the titles). Figures are drawn through analysis/style.py.
 """
 import argparse
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "analysis"))
 import results  # noqa: E402  (analysis/results.py)
+import style  # noqa: E402  (analysis/style.py)
+import matplotlib.pyplot as plt  # noqa: E402
 
 RES = os.path.join(ROOT, "results", "prefix-routing")  # --results
 OUT = HERE  # --out
 ROUTERS = ["round_robin", "random", "least_loaded", "prefix_approx", "prefix_precise", "weighted", "cache_aware"]
-COLORS = dict(zip(ROUTERS, ["#7f7f7f", "#bcbd22", "#17becf", "#ff7f0e", "#d62728", "#9467bd", "#2ca02c"]))
+# cache-blind balancers in muted colours, the prefix-aware routers in strong ones
+COLORS = dict(zip(ROUTERS, [style.GREY, style.YELLOW, style.SKY, style.ORANGE, style.VERMILLION, style.PURPLE,
+                            style.GREEN]))
 UNBOUNDED_MOONCAKE = 0.3736  # traces/README.md: unbounded replay in 16-token blocks
 BLOCK = 16
 # prefix_approx often lies exactly under prefix_precise: dashed, square markers.
@@ -134,7 +134,7 @@ def fig_routers(workloads):
     present = [(t, d) for t, d in workloads if d]
     if not present:
         return
-    fig, axes = plt.subplots(2, len(present), figsize=(4.6 * len(present), 6.4), squeeze=False)
+    fig, axes = plt.subplots(2, len(present), figsize=(4.6 * len(present), 6.6), squeeze=False)
     for j, (title, data) in enumerate(present):
         names = list(data)
         x = np.arange(len(names))
@@ -143,22 +143,19 @@ def fig_routers(workloads):
         ttft = [data[n]["ttft_p90_s"] for n in names]
         ax = axes[0][j]
         ax.bar(x, hit, color=col)
-        for xi, h in zip(x, hit):
-            ax.text(xi, h + 1, f"{h:.0f}", ha="center", fontsize=8)
-        ax.set_title(title, fontsize=10)
-        ax.set_ylabel("prefix hit rate (% of prompt tokens)")
         ax.set_ylim(0, 100)
+        style.bar_labels(ax, x, hit, fmt=lambda v: f"{v:.0f}")
+        ax.set_title(title)
+        ax.set_ylabel(style.label("prefix_hit_rate"))
         ax.set_xticks(x, [])
         ax = axes[1][j]
         ax.bar(x, ttft, color=col)
-        ax.set_yscale("log")
-        for xi, t in zip(x, ttft):
-            ax.text(xi, t * 1.1, f"{t:.2g}", ha="center", fontsize=8)
-        ax.set_ylabel("TTFT p90 (s, log)")
+        style.log_axis(ax, "y")
+        style.bar_labels(ax, x, ttft, log=True)  # headroom above the tallest: no label leaves the axes
+        ax.set_ylabel(style.label("ttft_p90_s", log=True))
         ax.set_xticks(x, names, rotation=40, ha="right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(OUT, "routers.png"), dpi=130)
-    plt.close(fig)
+        ax.set_xlabel("router")
+    style.savefig(fig, os.path.join(OUT, "routers.png"), dpi=130)
 
 
 def fig_capacity(out):
@@ -168,22 +165,20 @@ def fig_capacity(out):
     tokens = np.array([b * BLOCK for b, _ in pts], dtype=float)
     hit = np.array([100 * d["prefix_hit_rate"] for _, d in pts])
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    ax.plot(tokens, hit, "o-", color="#d62728", label="one instance (simulated, LRU in 16-token blocks)")
-    ax.axhline(100 * UNBOUNDED_MOONCAKE, color="k", ls="--", lw=1, label="unbounded replay: 37.4%")
-    ax.axhline(40, color="#7f7f7f", ls=":", lw=1, label="Mooncake paper's cache ratio: 40%")
+    ax.plot(tokens, hit, "o-", color=COLORS["prefix_precise"], label="one instance (simulated, LRU in 16-token blocks)")
+    ax.axhline(100 * UNBOUNDED_MOONCAKE, color=style.COLORS["baseline"], ls="--", lw=1, label="unbounded replay: 37.4%")
+    ax.axhline(40, color=style.COLORS["reference"], ls=":", lw=1, label="Mooncake paper's cache ratio: 40%")
     for t, lab in [(28020 * BLOCK, "1 x H100 (8B)"), (8 * 28020 * BLOCK, "8 x H100")]:
-        ax.axvline(t, color="#1f77b4", lw=0.8, alpha=0.6)
-        ax.text(t * 1.05, 2, lab, color="#1f77b4", fontsize=8, rotation=90, va="bottom")
-    ax.set_xscale("log")
+        ax.axvline(t, color=style.BLUE, lw=0.8, alpha=0.6)
+        ax.text(t * 1.05, 2, lab, color=style.BLUE, fontsize=8, rotation=90, va="bottom")
+    style.log_axis(ax, "x")
     ax.set_xlabel("KV cache capacity (tokens, log)")
-    ax.set_ylabel("prefix hit rate (% of prompt tokens)")
+    ax.set_ylabel(style.label("prefix_hit_rate"))
     ax.set_ylim(0, 50)
     trace = pts[0][1].trace_path()
-    ax.set_title(f"Mooncake conversation trace, one instance\n({os.path.basename(trace)})", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
-    fig.savefig(os.path.join(OUT, "mooncake_capacity.png"), dpi=130)
-    plt.close(fig)
+    ax.set_title(f"Mooncake conversation trace, one instance\n({os.path.basename(trace)})")
+    ax.legend(loc="upper left")
+    style.savefig(fig, os.path.join(OUT, "mooncake_capacity.png"), dpi=130)
     out.append(f"\n### Mooncake, one instance: hit rate vs KV capacity ({trace})\n")
     out.append("| KV blocks | tokens | hit rate | TTFT p90 (s) | preemptions |\n|---:|---:|---:|---:|---:|")
     for (b, d), t in zip(pts, tokens):
@@ -219,23 +214,22 @@ def fig_prefixes(out):
     one = 28020 * BLOCK / 8400
     for ax in axes:
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("distinct 8,400-token system prompts")
-        ax.axvline(one, color="k", lw=0.8, ls=":")
-        ax.axvline(16 * one, color="k", lw=0.8, ls="--")
+        ax.set_xlabel("distinct 8,400-token system prompts (log)")
+        ax.axvline(one, color=style.COLORS["baseline"], lw=0.8, ls=":")
+        ax.axvline(16 * one, color=style.COLORS["baseline"], lw=0.8, ls="--")
         ax.set_xticks(vals, [f"{v:g}" for v in vals])
+        ax.minorticks_off()
     axes[0].text(one * 0.92, 3, "prompts = 1 instance's cache", fontsize=8, rotation=90, ha="right")
     axes[0].text(16 * one * 0.92, 3, "= 16 instances' caches", fontsize=8, rotation=90, ha="right")
-    axes[0].axhline(70, color="#7f7f7f", lw=0.8)
-    axes[0].set_ylabel("prefix hit rate (% of prompt tokens)")
+    axes[0].axhline(70, color=style.COLORS["reference"], lw=0.8)
+    axes[0].set_ylabel(style.label("prefix_hit_rate"))
     axes[0].set_ylim(0, 80)
-    axes[1].set_yscale("log")
-    axes[1].set_ylabel("TTFT p90 (s, log)")
+    style.log_axis(axes[1], "y")
+    axes[1].set_ylabel(style.label("ttft_p90_s", log=True))
     axes[2].set_ylabel("requests per instance, max / mean")
-    axes[0].legend(fontsize=8)
-    fig.suptitle("Shared-prompt workload, 16 x Llama-3.1-8B / H100, 24 req/s: the regime", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(os.path.join(OUT, "shared_prefixes.png"), dpi=130)
-    plt.close(fig)
+    style.figure_legend(fig, axes[0], title="router")
+    fig.suptitle("Shared-prompt workload, 16 x Llama-3.1-8B / H100, 24 req/s: the regime")
+    style.savefig(fig, os.path.join(OUT, "shared_prefixes.png"), dpi=130)
     out.append("\n### Shared-prompt regime sweep (24 req/s, 10k requests): hit rate / TTFT p90 (s) / "
                "load imbalance\n")
     out.append("| prompts | " + " | ".join(res) + " |\n|---:|" + "---:|" * len(res))
@@ -258,17 +252,16 @@ def fig_load(name, title, fname, out):
         axes[0].plot(x, [d["ttft_p90_s"] for _, d in pts], **STYLE[r], label=r)
         axes[1].plot(x, [d["throughput_tok_s"] for _, d in pts], **STYLE[r], label=r)
         axes[2].plot(x, [100 * d["prefix_hit_rate"] for _, d in pts], **STYLE[r], label=r)
-    axes[0].set_yscale("log")
-    axes[0].set_ylabel("TTFT p90 (s, log)")
-    axes[1].set_ylabel("output tokens / s")
-    axes[2].set_ylabel("prefix hit rate (% of prompt tokens)")
+    style.log_axis(axes[0], "y")
+    axes[0].set_ylabel(style.label("ttft_p90_s", log=True))
+    axes[1].set_ylabel(style.label("throughput_tok_s"))
+    style.plain(axes[1], "y")
+    axes[2].set_ylabel(style.label("prefix_hit_rate"))
     for ax in axes:
-        ax.set_xlabel("offered load (requests / s)")
-    axes[0].legend(fontsize=8)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(os.path.join(OUT, fname), dpi=130)
-    plt.close(fig)
+        ax.set_xlabel(style.label("workload.rate"))
+    style.figure_legend(fig, axes[0], title="router")
+    fig.suptitle(title)
+    style.savefig(fig, os.path.join(OUT, fname), dpi=130)
     out.append(f"\n### {title}: TTFT p90 (s) / output tok/s / hit rate / busy GPU-s per request\n")
     out.append("| rate | " + " | ".join(res) + " |\n|---:|" + "---:|" * len(res))
     for v in rates:

@@ -6,7 +6,8 @@
 For each results/roofline/<name>.csv, writes <out>/<name>.png with
 analysis/plot_roofline.py (step time and its compute and memory terms vs batch, the
 weight-GEMM knee marked), and writes <out>/compare.png: decode step time per output
-token and throughput vs batch for every curve on one pair of axes. Reads only the CSVs.
+token and throughput vs batch for every curve on one pair of axes. Reads only the CSVs;
+draws through analysis/style.py.
 """
 import argparse
 import glob
@@ -15,9 +16,8 @@ import os
 import subprocess
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
+import style  # noqa: E402  (analysis/style.py)
 import matplotlib.pyplot as plt  # noqa: E402
 
 PLOT_ROOFLINE = os.path.join("analysis", "plot_roofline.py")
@@ -33,28 +33,25 @@ def load_plot_roofline():
 
 def plot_compare(curves, pr, out):
     fig, (ax_ms, ax_tp) = plt.subplots(1, 2, figsize=(13, 5))
-    for name, c in curves:
+    for i, (name, c) in enumerate(curves):
         b = c["batch"]
         k = pr.knee(b, c["dense_compute_s"], c["dense_memory_s"])
         label = name if k is None else f"{name} (B* = {k:.0f})"
-        (line,) = ax_ms.plot(b, [s * 1e3 for s in c["step_s"]], label=label)
+        (line,) = ax_ms.plot(b, [s * 1e3 for s in c["step_s"]], color=style.color(i), label=label)
         ax_tp.plot(b, c["tokens_per_s"], color=line.get_color(), label=label)
         if k is not None:
             for ax in (ax_ms, ax_tp):
                 ax.axvline(k, color=line.get_color(), ls=":", alpha=0.8)
-    ax_ms.set_yscale("log")
-    ax_ms.set_ylabel("decode step time (ms)")
+    style.log_axis(ax_ms, "y")
+    ax_ms.set_ylabel("decode step time (ms, log)")
     ax_tp.set_ylabel("output tokens / s (one instance)")
+    style.plain(ax_tp, "y")
     for ax in (ax_ms, ax_tp):
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("decode batch size (sequences), context 1024")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        style.log_axis(ax, "x", base=2)
+        ax.set_xlabel("decode batch size (sequences, log), context 1024")
+        ax.legend(title="model, GPU (knee)")
     fig.suptitle("Roofline decode step vs batch; dotted: weight-GEMM knee B* (compute = memory)")
-    fig.tight_layout()
-    path = os.path.join(out, "compare.png")
-    fig.savefig(path, dpi=110)
-    return path
+    return style.savefig(fig, os.path.join(out, "compare.png"), dpi=110)
 
 
 def main():

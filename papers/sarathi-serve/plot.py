@@ -8,20 +8,19 @@ searches of <trace>/capacity_{strict,relaxed}/sweep.h5 through analysis/results.
   tradeoff.png   P99 TTFT against P99 time between tokens (ITL), one line per prefill setting,
                  one marker per offered rate; one panel per trace
   capacity.png   the highest rate within each SLO per prefill setting, per trace
-and prints the README's tables (markdown) on stdout.
+and prints the README's tables (markdown) on stdout. Figures are drawn through
+analysis/style.py; the rate labels of tradeoff.png that would overlap are left out.
 """
 import argparse
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
 import results  # noqa: E402  (analysis/results.py)
+import style  # noqa: E402  (analysis/style.py)
+import matplotlib.pyplot as plt  # noqa: E402
 
 TRACES = [("conv", "Azure conversation (prompts p50 1,020, outputs p50 129)"),
           ("code", "Azure code (prompts p50 1,469, outputs p50 13)")]
@@ -54,28 +53,29 @@ def main():
     if not sweeps:
         sys.exit(f"plot.py: no sweep under {args.results}; run papers/sarathi-serve/run.sh first")
 
-    colours = plt.cm.viridis(np.linspace(0, 0.9, len(BUDGETS)))
-    fig, axes = plt.subplots(1, len(TRACES), figsize=(12, 4.6), squeeze=False)
+    colours = style.colors(len(BUDGETS))
+    fig, axes = plt.subplots(1, len(TRACES), figsize=(12, 4.8), squeeze=False)
+    labels_at = []
     for ax, (trace, title) in zip(axes[0], TRACES):
         if trace not in sweeps:
+            ax.set_axis_off()
             continue
         rows = sweeps[trace].select()
-        for (label, mask), colour in zip(settings(rows), ["tab:red"] + list(colours)):
+        for (label, mask), colour in zip(settings(rows), [style.COLORS["bad"]] + list(colours)):
             order = np.argsort(rows["workload.rate"][mask])
             x, y = rows["itl_p99_s"][mask][order], rows["ttft_p99_s"][mask][order]
             ax.plot(1e3 * x, y, "o-", color=colour, label=label)
-            for xi, yi, r in zip(x, y, rows["workload.rate"][mask][order]):
-                ax.annotate(f"{r:g}", (1e3 * xi, yi), fontsize=6, xytext=(2, 2), textcoords="offset points")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("P99 time between tokens (ms)")
-        ax.set_ylabel("P99 TTFT (s)")
-        ax.set_title(title, fontsize=9)
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
-    fig.suptitle("Llama-3.1-8B / H100: prefill settings, labelled by offered rate (req/s)", fontsize=10)
+            labels_at.append((ax, 1e3 * x, y, [f"{r:g}" for r in rows["workload.rate"][mask][order]], colour))
+        style.log_axis(ax, "both")
+        ax.set_xlabel("time between tokens, p99 (ms, log)")
+        ax.set_ylabel("time to first token, p99 (s, log)")
+        ax.set_title(title)
+    style.figure_legend(fig, title="prefill")
+    fig.suptitle("Llama-3.1-8B / H100: prefill settings; each point labelled by its offered rate (req/s)")
     fig.tight_layout()
-    fig.savefig(os.path.join(args.out, "tradeoff.png"), dpi=100)
+    for ax, x, y, texts, colour in labels_at:
+        style.point_labels(ax, x, y, texts, color=colour)
+    style.savefig(fig, os.path.join(args.out, "tradeoff.png"), dpi=100)
 
     # Capacity under each SLO.
     capacity = {}
@@ -98,12 +98,12 @@ def main():
                 ax.bar(x + (k - 0.5) * 0.38, v, 0.38, label=slo_label)
             ax.set_xticks(x)
             ax.set_xticklabels(labels, rotation=20, fontsize=8)
+            ax.set_xlabel("prefill setting")
             ax.set_ylabel("capacity (req/s), median TTFT ≤ 2 s")
-            ax.set_title(title, fontsize=9)
-            ax.grid(alpha=0.3, axis="y")
-            ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(os.path.join(args.out, "capacity.png"), dpi=100)
+            ax.set_title(title)
+            ax.grid(False, axis="x")
+        style.figure_legend(fig, where="bottom", title="P99 time-between-tokens SLO")
+        style.savefig(fig, os.path.join(args.out, "capacity.png"), dpi=100)
 
         print("### Capacity (req/s): the highest rate with P99 ITL within the SLO and median TTFT ≤ 2 s\n")
         head = [f"{t}, {s}" for t, _ in TRACES for s, _ in SLOS]

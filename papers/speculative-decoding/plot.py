@@ -14,7 +14,8 @@ and writes, for each that is there,
   batch.png             simulated TPOT and throughput speed-up against batch size, per model / TP
   frontier.png          TPOT against throughput, plain and speculative, one point per batch size
 and prints the README's tables (markdown) on stdout, with the draft model's memory cost
-(arithmetic from the model and hardware files; nothing is simulated there).
+(arithmetic from the model and hardware files; nothing is simulated there). Figures are
+drawn through analysis/style.py.
 """
 import argparse
 import configparser
@@ -24,16 +25,14 @@ import math
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "analysis"))
 import results  # noqa: E402  (analysis/results.py)
+import style  # noqa: E402  (analysis/style.py)
+import matplotlib.pyplot as plt  # noqa: E402
 
 # (sweep folder, plain folder, label, tensor_parallel or None when the sweep has no TP column)
 BATCH = [("batch_8b", "batch_8b_plain", "Llama-3.1-8B, 1×H100", None, 1),
@@ -98,7 +97,7 @@ def tokens_per_step(sweep, out):
     lengths = sorted(set(n), reverse=True)
     alphas = sorted(set(acc))
     ks = sorted(set(k))
-    colours = dict(zip(alphas, plt.cm.viridis(np.linspace(0, 0.85, len(alphas)))))
+    colours = dict(zip(alphas, style.colors(len(alphas))))
     fig, (ax, dev) = plt.subplots(1, 2, figsize=(12, 4.6))
     kk = np.linspace(min(ks), max(ks), 50)
     for a in alphas:
@@ -116,22 +115,18 @@ def tokens_per_step(sweep, out):
             if length < 1000:  # the tail cap's own expectation
                 cap = [capped(a, int(x), int(length)) / closed_form(a, x) for x in ks]
                 dev.plot(ks, 100 * (np.array(cap) - 1), ":", color=colours[a], lw=1)
-    ax.set_xlabel("draft tokens per step k")
+    ax.set_xlabel("draft tokens per step k (log)")
     ax.set_ylabel("tokens appended per decode step")
-    ax.set_xscale("log", base=2)
-    ax.set_title("simulated (spec.acceptance = fixed:A), Llama-3.1-8B / H100", fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=6.5)
-    dev.axhline(0, color="k", lw=0.6)
-    dev.set_xscale("log", base=2)
-    dev.set_xlabel("draft tokens per step k")
+    style.log_axis(ax, "x", base=2)
+    ax.set_title("simulated (spec.acceptance = fixed:A), Llama-3.1-8B / H100")
+    ax.legend(fontsize=7)
+    dev.axhline(0, color=style.COLORS["baseline"], lw=0.6)
+    style.log_axis(dev, "x", base=2)
+    dev.set_xlabel("draft tokens per step k (log)")
     dev.set_ylabel("measured / closed form - 1 (%)")
-    dev.set_title("deviation; dotted: expected with drafts stopping at the output's end", fontsize=9)
-    dev.grid(alpha=0.3)
-    dev.legend(fontsize=6, ncol=2)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "tokens_per_step.png"), dpi=100)
-    plt.close(fig)
+    dev.set_title("deviation; dotted: expected with drafts stopping at the output's end")
+    dev.legend(fontsize=7, ncol=2)
+    style.savefig(fig, os.path.join(out, "tokens_per_step.png"), dpi=100)
 
     print("### Tokens per decode step: measured against the closed form\n")
     head = ["A", "k", "(1-A^(k+1))/(1-A)"]
@@ -193,21 +188,17 @@ def cpu(reps, out):
         ax.errorbar(x, mid, yerr=[lo, hi], fmt="o-", capsize=3, label=label)
         tps = [np.mean(table[(w, k)]["tps"]) if (w, k) in table else np.nan for k in ks]
         tx.plot(ks, tps, "o-", label=label)
-    ax.axhline(1, color="k", lw=0.6)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("draft tokens per step k (spec.num_tokens)")
+    ax.axhline(1, color=style.COLORS["baseline"], lw=0.6)
+    style.log_axis(ax, "x", base=2)
+    ax.set_xlabel("draft tokens per step k (spec.num_tokens, log)")
     ax.set_ylabel("wall-time speed-up over plain decoding")
-    ax.set_title(f"tiny model on the CPU, n-gram proposer; bars: range over {len(reps)} runs", fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    tx.set_xscale("log", base=2)
-    tx.set_xlabel("draft tokens per step k")
+    ax.set_title(f"tiny model on the CPU, n-gram proposer; bars: range over {len(reps)} runs")
+    ax.legend(title="workload")
+    style.log_axis(tx, "x", base=2)
+    tx.set_xlabel("draft tokens per step k (log)")
     tx.set_ylabel("tokens appended per decode step")
-    tx.grid(alpha=0.3)
-    tx.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "cpu.png"), dpi=100)
-    plt.close(fig)
+    tx.legend(title="workload")
+    style.savefig(fig, os.path.join(out, "cpu.png"), dpi=100)
 
     def rng(v, fmt):
         return "—" if not v else (fmt.format(min(v)) if len(v) == 1 or fmt.format(min(v)) == fmt.format(max(v))
@@ -304,46 +295,40 @@ def crossover(bs, speedup):
 
 def batch(tables, out):
     labels = list(tables)
-    colours = {"A = 0.5": "tab:orange", "A = 0.7": "tab:blue", "A = 0.7, guard 128": "tab:green"}
+    colours = {"A = 0.5": style.ORANGE, "A = 0.7": style.BLUE, "A = 0.7, guard 128": style.GREEN}
     fig, axes = plt.subplots(2, len(labels), figsize=(4.6 * len(labels), 7.5), squeeze=False)
     fr, faxes = plt.subplots(1, len(labels), figsize=(4.6 * len(labels), 4.2), squeeze=False)
     for j, label in enumerate(labels):
         t = tables[label]
         bs = sorted(t["plain"])
         faxes[0][j].plot([t["plain"][b]["throughput_tok_s"] for b in bs],
-                         [1e3 * t["plain"][b]["tpot_mean_s"] for b in bs], "o-", color="k", label="plain")
+                         [1e3 * t["plain"][b]["tpot_mean_s"] for b in bs], "o-", color=style.COLORS["baseline"],
+                         label="plain")
         for _, _, v in VARIANTS:
             vb = [b for b in bs if b in t[v]]
             tpot = [t["plain"][b]["tpot_mean_s"] / t[v][b]["tpot_mean_s"] for b in vb]
             thr = [t[v][b]["throughput_tok_s"] / t["plain"][b]["throughput_tok_s"] for b in vb]
-            style = "s--" if "guard" in v else "o-"
-            axes[0][j].plot(vb, tpot, style, color=colours[v], label=v)
-            axes[1][j].plot(vb, thr, style, color=colours[v], label=v)
+            fmt = "s--" if "guard" in v else "o-"
+            axes[0][j].plot(vb, tpot, fmt, color=colours[v], label=v)
+            axes[1][j].plot(vb, thr, fmt, color=colours[v], label=v)
             faxes[0][j].plot([t[v][b]["throughput_tok_s"] for b in vb], [1e3 * t[v][b]["tpot_mean_s"] for b in vb],
-                             style, color=colours[v], label=v)
+                             fmt, color=colours[v], label=v)
         for row, name in [(0, "TPOT speed-up (plain / speculative)"), (1, "throughput speed-up (speculative / plain)")]:
             ax = axes[row][j]
-            ax.axhline(1, color="k", lw=0.6)
-            ax.set_xscale("log", base=2)
-            ax.set_xlabel("batch size (scheduler.max_num_seqs)")
+            ax.axhline(1, color=style.COLORS["baseline"], lw=0.6)
+            style.log_axis(ax, "x", base=2)
+            ax.set_xlabel("batch size (scheduler.max_num_seqs, log)")
             ax.set_ylabel(name)
-            ax.set_title(f"{label}, k = 4", fontsize=9)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
+            ax.set_title(f"{label}, k = 4")
+            ax.legend(title="speculation", fontsize=7)
         fa = faxes[0][j]
-        fa.set_xscale("log")
-        fa.set_yscale("log")
-        fa.set_xlabel("throughput (output tok/s)")
-        fa.set_ylabel("mean TPOT (ms)")
-        fa.set_title(f"{label}: batch 1 (left) to 512 (right)", fontsize=9)
-        fa.grid(alpha=0.3, which="both")
+        style.log_axis(fa, "both")
+        fa.set_xlabel("throughput (output tokens/s, log)")
+        fa.set_ylabel("time per output token, mean (ms, log)")
+        fa.set_title(f"{label}: batch 1 (left) to 512 (right)")
         fa.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "batch.png"), dpi=100)
-    plt.close(fig)
-    fr.tight_layout()
-    fr.savefig(os.path.join(out, "frontier.png"), dpi=100)
-    plt.close(fr)
+    style.savefig(fig, os.path.join(out, "batch.png"), dpi=100)
+    style.savefig(fr, os.path.join(out, "frontier.png"), dpi=100)
 
     print("### Simulated speed-up against batch size, k = 4 (TPOT × / throughput ×)\n")
     for label in labels:

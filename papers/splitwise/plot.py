@@ -12,26 +12,26 @@ usd_per_million_output_tokens. Writes
   power.png   goodput against the cluster's GPU power (TDP), per trace and SLO
 and prints the README's tables (markdown) on stdout: per trace and SLO the best design of each
 hardware mix within the baseline's cost, within its power, and within both, then every design.
+Figures are drawn through analysis/style.py; a point's xPyD label that would overlap another
+is left out (the tables name every design).
 """
 import argparse
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
 import results  # noqa: E402  (analysis/results.py)
+import style  # noqa: E402  (analysis/style.py)
+import matplotlib.pyplot as plt  # noqa: E402
 
 TRACES = [("conv", "Azure conversation"), ("code", "Azure code")]
 SLOS = [(0.25, "strict: TTFT ≤ 0.25 s, TPOT ≤ 20 ms"), (0.5, "relaxed: TTFT ≤ 0.5 s, TPOT ≤ 40 ms")]
 GPU_NAMES = {"h100-sxm": "H100", "a100-80gb": "A100", "h200": "H200"}
 MIXES = [("H100 + H100 (Splitwise-HH)", "H100"), ("H100 + A100 (Splitwise-HA)", "A100"), ("H100 + H200", "H200")]
 TOLERANCE = 1.001  # a design within 0.1% of the baseline's cost or power counts as equal
-COLOURS = {"unified": "black", "H100": "tab:blue", "A100": "tab:orange", "H200": "tab:green"}
+COLOURS = {"unified": style.BLACK, "H100": style.BLUE, "A100": style.ORANGE, "H200": style.GREEN}
 
 
 def gpu_name(path):
@@ -120,6 +120,7 @@ def main():
     for fname, key, xlabel in [("cost.png", "usd_h", "cluster cost ($ per hour)"),
                                ("power.png", "kw", "cluster GPU power at TDP (kW)")]:
         fig, axes = plt.subplots(len(SLOS), len(TRACES), figsize=(12, 8.5), squeeze=False)
+        labels_at = []
         for c, (trace, title) in enumerate(TRACES):
             ds = all_designs[trace]
             for r, (slo, slo_title) in enumerate(SLOS):
@@ -132,20 +133,21 @@ def main():
                     label = "8×H100 unified" if kind == "unified" else f"H100 prompt + {kind} token"
                     ax.scatter([d[key] for d in pts], [d["goodput"] for d in pts], color=COLOURS[kind],
                                marker="s" if kind == "unified" else "o", label=label, s=22)
-                    for d in pts:
-                        ax.annotate(short(d), (d[key], d["goodput"]), fontsize=6, xytext=(2, 2),
-                                    textcoords="offset points")
+                    labels_at.append((ax, [d[key] for d in pts], [d["goodput"] for d in pts],
+                                      [short(d) for d in pts], COLOURS[kind]))
                 if base and np.isfinite(base[0][key]):
-                    ax.axvline(base[0][key], color="grey", ls=":", lw=1)
+                    ax.axvline(base[0][key], color=style.COLORS["reference"], ls=":", lw=1,
+                               label="the unified baseline's " + ("cost" if key == "usd_h" else "power"))
                 ax.set_xlabel(xlabel)
                 ax.set_ylabel("goodput (req/s)")
-                ax.set_title(f"{title} — {slo_title}", fontsize=9)
-                ax.grid(alpha=0.3)
-                ax.legend(fontsize=7)
+                ax.set_title(f"{title} — {slo_title}")
+        style.figure_legend(fig, where="bottom", ncol=5)
         fig.suptitle("Llama-3.1-70B, 8-GPU machines (TP 8): 8 unified H100 machines against split "
-                     "prompt/token pools", fontsize=10)
+                     "prompt/token pools (labels: P prompt and D token machines)")
         fig.tight_layout()
-        fig.savefig(os.path.join(args.out, fname), dpi=100)
+        for ax, xs, ys, texts, colour in labels_at:
+            style.point_labels(ax, xs, ys, texts, fontsize=6, color=colour)
+        style.savefig(fig, os.path.join(args.out, fname), dpi=100)
 
     for trace, _ in TRACES:
         ds = all_designs[trace]

@@ -19,7 +19,10 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 
 def run_script(*args):
-    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True)
+    """Runs a plot script; every figure it saves is checked for readability (analysis/style.py:
+    labels, legends, no overlapping text), and a problem fails the script."""
+    env = dict(os.environ, ANALYSIS_STRICT_FIGURES="1")
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, env=env)
 
 
 def write_run(path, summary, requests=None, autoscale=None, config=None):

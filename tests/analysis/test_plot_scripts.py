@@ -24,7 +24,10 @@ import results  # noqa: E402
 
 
 def run_script(*args):
-    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True)
+    """Runs a plot script; every figure it saves is checked for readability (analysis/style.py:
+    labels, legends, no overlapping text), and a problem fails the script."""
+    env = dict(os.environ, ANALYSIS_STRICT_FIGURES="1")
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, env=env)
 
 
 class PlotScriptsTest(unittest.TestCase):
@@ -62,6 +65,37 @@ class PlotScriptsTest(unittest.TestCase):
         p = run_script("analysis/plot_run.py", missing)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn(missing, p.stderr)
+
+    def test_plot_run_views_of_a_fleet(self):
+        """A fleet's batch composition: the fleet view (default), one line per instance, one
+        instance per step; each figure passes the readability check (run_script is strict)."""
+        run_dir = os.path.join(self.tmp.name, "run")
+        synthetic_run(os.path.join(run_dir, "results.h5"), instances=3)
+        for args in [[], ["--per-instance"], ["--instance", "1"], ["--bin", "0.5"]]:
+            out = os.path.join(self.tmp.name, "-".join(args) or "fleet")
+            p = run_script("analysis/plot_run.py", run_dir, "--out", out, *args)
+            self.assertEqual(p.returncode, 0, f"{args}: {p.stderr}")
+            self.assertFiles(out, ["latency_cdf.png", "batch_composition.png"])
+        p = run_script("analysis/plot_run.py", run_dir, "--instance", "7", "--out", self.tmp.name)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("--instance 7", p.stderr)
+        p = run_script("analysis/plot_run.py", run_dir, "--instance", "1", "--per-instance")
+        self.assertNotEqual(p.returncode, 0)  # one view or the other
+
+    def test_plot_run_fleet_view_keeps_every_token(self):
+        sys.path.insert(0, os.path.join(ROOT, "analysis"))
+        import plot_run  # noqa: E402
+        # held_mean: 2 on [0, 1), 4 on [2, 2.5), 0 elsewhere; bins of 1 s
+        np.testing.assert_allclose(plot_run.held_mean([0.0, 2.0], [1.0, 2.5], [2.0, 4.0], [0.0, 1.0, 2.0, 3.0]),
+                                   [2.0, 0.0, 2.0])
+        np.testing.assert_allclose(plot_run.held_mean([0.0], [1.0], [3.0], [0.25, 0.75]), [3.0])
+        path = os.path.join(self.tmp.name, "run", "results.h5")
+        tables, _, _, _ = synthetic_run(path, instances=3)
+        st = results.load(path).steps
+        edges = np.arange(0.0, 10.5, 0.25)
+        for column, key in [("prefill_tokens", "prefill"), ("decode_tokens", "decode")]:
+            total = sum(plot_run.instance_series(st, i, edges)[key].sum() * 0.25 for i in range(3))
+            self.assertAlmostEqual(total, float(tables["steps"][column].sum()), places=6)  # tokens/s x bin = tokens
 
     def test_orca_plot(self):
         res, out = os.path.join(self.tmp.name, "orca"), os.path.join(self.tmp.name, "png")

@@ -17,6 +17,7 @@ import numpy as np
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "analysis"))
+os.environ["ANALYSIS_STRICT_FIGURES"] = "1"  # every figure saved is checked (analysis/style.py); a problem fails
 import plot_sweep  # noqa: E402
 import results  # noqa: E402
 
