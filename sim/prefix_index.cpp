@@ -4,22 +4,45 @@
 
 namespace testbed {
 
-void PrefixIndex::add(uint64_t hash, int instance) { index_[hash].insert(instance); }
+namespace {
+
+constexpr int kGroupShift = 6;  // 64 instances a group
+uint64_t bit_of(int instance) { return uint64_t{1} << (instance & (kInstancesPerGroup - 1)); }
+uint64_t first_n(int n) { return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1; }
+
+}  // namespace
+
+PrefixIndex::PrefixIndex(int num_instances, size_t expected_blocks) : num_instances_(num_instances) {
+  const int groups = (std::max(num_instances, 1) + kInstancesPerGroup - 1) / kInstancesPerGroup;
+  groups_.reserve(groups);
+  for (int g = 0; g < groups; ++g) groups_.emplace_back(groups == 1 ? expected_blocks : expected_blocks / groups + 16);
+}
+
+size_t PrefixIndex::size() const {
+  size_t n = 0;
+  for (const auto& g : groups_) n += g.size();
+  return n;
+}
+
+void PrefixIndex::add(uint64_t hash, int instance) { groups_[instance >> kGroupShift][hash] |= bit_of(instance); }
 
 void PrefixIndex::remove(uint64_t hash, int instance) {
-  InstanceSet* set = index_.find(hash);
-  if (!set) return;
-  set->erase(instance);
-  if (set->empty()) index_.erase(hash);
+  FlatHashMap64<uint64_t>& g = groups_[instance >> kGroupShift];
+  uint64_t* w = g.find(hash);
+  if (!w) return;
+  *w &= ~bit_of(instance);
+  if (*w == 0) g.erase(hash);
 }
 
 void PrefixIndex::clear_instance(int instance) {
+  FlatHashMap64<uint64_t>& g = groups_[instance >> kGroupShift];
+  const uint64_t bit = bit_of(instance);
   std::vector<uint64_t> emptied;
-  index_.for_each([&](uint64_t hash, InstanceSet& set) {
-    set.erase(instance);
-    if (set.empty()) emptied.push_back(hash);
+  g.for_each([&](uint64_t hash, uint64_t& w) {
+    w &= ~bit;
+    if (w == 0) emptied.push_back(hash);
   });
-  for (uint64_t h : emptied) index_.erase(h);
+  for (uint64_t h : emptied) g.erase(h);
 }
 
 void PrefixIndex::apply(int instance, const KvEvent& e) {
@@ -32,19 +55,44 @@ void PrefixIndex::apply(int instance, const KvEvent& e) {
 
 void PrefixIndex::match(const std::vector<uint64_t>& hashes, std::vector<int>& out) const {
   out.assign(num_instances_, 0);
-  InstanceSet alive = InstanceSet::all(num_instances_);
   constexpr size_t kAhead = 8;  // overlap the table's cache misses (see FlatHashMap64::prefetch)
-  for (size_t k = 0; k < std::min(kAhead, hashes.size()); ++k) index_.prefetch(hashes[k]);
+  const auto record = [&](int group, uint64_t w, size_t k) {
+    for (; w; w &= w - 1) out[(group << kGroupShift) + __builtin_ctzll(w)] = static_cast<int>(k);
+  };
+  if (groups_.size() == 1) {  // up to 64 instances: one word carries the whole match
+    const FlatHashMap64<uint64_t>& index = groups_[0];
+    uint64_t alive = first_n(num_instances_);
+    for (size_t k = 0; k < std::min(kAhead, hashes.size()); ++k) index.prefetch(hashes[k]);
+    size_t k = 0;
+    for (; k < hashes.size(); ++k) {
+      if (k + kAhead < hashes.size()) index.prefetch(hashes[k + kAhead]);
+      const uint64_t* holders = index.find(hashes[k]);
+      const uint64_t now = holders ? (alive & *holders) : 0;
+      record(0, alive & ~now, k);
+      alive = now;
+      if (alive == 0) return;
+    }
+    record(0, alive, k);
+    return;
+  }
+  // Groups of 64: only those where some instance still matches are asked about the next block.
+  alive_.clear();
+  for (size_t g = 0; g < groups_.size(); ++g)
+    alive_.emplace_back(static_cast<int>(g), first_n(num_instances_ - static_cast<int>(g) * kInstancesPerGroup));
   size_t k = 0;
   for (; k < hashes.size(); ++k) {
-    if (k + kAhead < hashes.size()) index_.prefetch(hashes[k + kAhead]);
-    const InstanceSet* holders = index_.find(hashes[k]);
-    const InstanceSet now = holders ? (alive & *holders) : InstanceSet();
-    alive.minus(now).for_each([&](int i) { out[i] = static_cast<int>(k); });
-    alive = now;
-    if (alive.empty()) return;
+    next_.clear();
+    for (const auto& [g, w] : alive_) {
+      if (k + 1 < hashes.size()) groups_[g].prefetch(hashes[k + 1]);
+      const uint64_t* holders = groups_[g].find(hashes[k]);
+      const uint64_t now = holders ? (w & *holders) : 0;
+      record(g, w & ~now, k);
+      if (now) next_.emplace_back(g, now);
+    }
+    alive_.swap(next_);
+    if (alive_.empty()) return;
   }
-  alive.for_each([&](int i) { out[i] = static_cast<int>(k); });
+  for (const auto& [g, w] : alive_) record(g, w, k);
 }
 
 RoutedBlocksLru::RoutedBlocksLru(int num_instances, int64_t capacity_blocks)

@@ -19,27 +19,36 @@
 
 namespace testbed {
 
+// Instances come in groups of 64 (sim/instance_set.h), each with its own
+// table hash -> word of holders: a block costs one 16-byte entry per group
+// that holds it, and a match looks a block up only in the groups where the
+// chain is still alive, so its cost does not grow with the fleet (after the
+// first block, which every group is asked about). A fleet of up to 64
+// instances is one group: the table, and every routing decision, as before.
 class PrefixIndex {
  public:
-  // `expected_blocks`: entries to size the table for up front (growth rehashes it all).
-  explicit PrefixIndex(int num_instances, size_t expected_blocks = 16)
-      : num_instances_(num_instances), index_(expected_blocks) {}
+  // `expected_blocks`: entries to size the tables for up front (growth rehashes one).
+  explicit PrefixIndex(int num_instances, size_t expected_blocks = 16);
   void add(uint64_t hash, int instance);
   void remove(uint64_t hash, int instance);
   void clear_instance(int instance);
   void apply(int instance, const KvEvent& event);
   // Longest run of leading `hashes` each instance holds, in blocks; out[i] for instance i.
   void match(const std::vector<uint64_t>& hashes, std::vector<int>& out) const;
-  size_t size() const { return index_.size(); }
-  // Calls f(hash, instances) for every entry, in no particular order.
+  // Entries: (block, group) pairs held by some instance.
+  size_t size() const;
+  // Calls f(hash, instances) for every entry, in no particular order: once per
+  // block and group of 64 instances that holds it.
   template <class F>
   void for_each(F f) const {
-    index_.for_each([&](uint64_t hash, const InstanceSet& s) { f(hash, s); });
+    for (size_t g = 0; g < groups_.size(); ++g)
+      groups_[g].for_each([&](uint64_t hash, uint64_t w) { f(hash, InstanceSet(static_cast<int>(g), w)); });
   }
 
  private:
   int num_instances_;
-  FlatHashMap64<InstanceSet> index_;
+  std::vector<FlatHashMap64<uint64_t>> groups_;
+  mutable std::vector<std::pair<int, uint64_t>> alive_, next_;  // match()'s scratch: (group, still matching)
 };
 
 // What a router sent to each instance, at most `capacity` blocks per instance

@@ -124,3 +124,22 @@ TEST_CASE("a fixed-seed simulation reproduces its golden summary", "[fleet][gold
   CHECK(s.get("ttft_p90_s") == Approx(0.1140000000000001).epsilon(1e-12));
   CHECK(s.get("e2e_mean_s") == Approx(0.078772298345834782).epsilon(1e-12));
 }
+
+TEST_CASE("a fleet of 1024 instances conserves requests and leaks no block under every router", "[fleet][scale]") {
+  // 2000 requests over 1024 instances: most instances see one or two, the
+  // prefix routers' indexes span 16 groups of 64.
+  WorkloadConfig w = many_prefixes(2000, 400.0);
+  set_options(w, {{"workload.num_prefixes", "200"}});
+  for (const std::string& type : RouterRegistry::instance().names()) {
+    INFO(type);
+    const FleetRun r = run_fleet(type, 1024, w, 64);
+    CHECK(r.rec->num_arrived() == 2000);
+    CHECK(r.rec->num_finished() == 2000);
+    int64_t routed = 0, instances_used = 0;
+    for (int64_t x : r.routed) routed += x, instances_used += x > 0;
+    CHECK(routed == 2000);
+    if (type != "prefix_precise" && type != "prefix_approx") CHECK(instances_used > 64);  // beyond the first group
+    for (int used : r.used_blocks) CHECK(used == 0);
+    CHECK(r.invariant_errors.empty());
+  }
+}

@@ -3,8 +3,12 @@
 // prefix_approx does not; cache_aware falls back to the shortest queue under
 // imbalance; weighted trades prefix against load as its weights say.
 #include <catch2/catch.hpp>
+#include <iterator>
+#include <map>
+#include <set>
 
 #include "engine/block_hash.h"
+#include "engine/common/rng.h"
 #include "sim/prefix_index.h"
 #include "sim/router.h"
 
@@ -177,4 +181,47 @@ TEST_CASE("weighted trades prefix hits against queue depth as its weights say", 
 
 TEST_CASE("an unknown router type names the key", "[router]") {
   CHECK_THROWS_WITH(router("telepathic"), Catch::Contains("router.type") && Catch::Contains("telepathic"));
+}
+
+TEST_CASE("PrefixIndex matches a plain reference at any fleet size", "[router][scale]") {
+  // The reference: hash -> set of instances, the longest chain walked instance by instance.
+  for (const int n : {1, 3, 63, 64, 65, 130, 1024}) {
+    INFO("instances " << n);
+    PrefixIndex index(n, 64);
+    std::map<uint64_t, std::set<int>> ref;
+    Rng rng(static_cast<uint64_t>(n));
+    std::vector<std::vector<uint64_t>> chains;
+    for (int c = 0; c < 12; ++c) chains.push_back(hashes_of(1000 * c, 10));
+    std::vector<int> got;
+    for (int step = 0; step < 3000; ++step) {
+      const auto& chain = chains[static_cast<int>(rng.below(12))];
+      const int inst = static_cast<int>(rng.below(n));
+      const int depth = 1 + static_cast<int>(rng.below(10));
+      const double u = rng.uniform();
+      if (u < 0.6) {
+        for (int b = 0; b < depth; ++b) index.add(chain[b], inst), ref[chain[b]].insert(inst);
+      } else if (u < 0.95) {
+        const uint64_t h = chain[static_cast<int>(rng.below(10))];
+        index.remove(h, inst);
+        ref[h].erase(inst);
+      } else {
+        index.clear_instance(inst);
+        for (auto& [h, s] : ref) s.erase(inst);
+      }
+      if (step % 7) continue;
+      const auto& query = chains[static_cast<int>(rng.below(12))];
+      index.match(query, got);
+      REQUIRE(static_cast<int>(got.size()) == n);
+      for (int i = 0; i < n; ++i) {
+        int len = 0;
+        while (len < static_cast<int>(query.size()) && ref[query[len]].count(i)) ++len;
+        if (got[i] != len) FAIL("instance " << i << " matched " << got[i] << " blocks, the reference " << len);
+      }
+    }
+    // for_each reports exactly the reference's holders.
+    std::map<uint64_t, std::set<int>> seen;
+    index.for_each([&](uint64_t h, const InstanceSet& s) { s.for_each([&](int i) { seen[h].insert(i); }); });
+    for (auto it = ref.begin(); it != ref.end();) it = it->second.empty() ? ref.erase(it) : std::next(it);
+    CHECK(seen == ref);
+  }
 }
