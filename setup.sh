@@ -8,6 +8,10 @@
 #   ./setup.sh run [CONFIG]    install, build, run CONFIG (default: experiments/quickstart.ini), plot it
 #   ./setup.sh build           install and build only
 #   ./setup.sh deps            install the Debian packages only
+#   ./setup.sh sanitize        build the tests under ASan + UBSan (build-sanitize) and run them
+#   ./setup.sh fuzz [SECONDS]  build the libFuzzer harnesses with clang (build-fuzz) and run each
+#                              for SECONDS (default 45); any crash, leak, timeout or sanitizer
+#                              report fails, and the input is left in build-fuzz/findings/
 #
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores),
 # CMAKE_ARGS (extra configure flags, e.g. -DTESTBED_CUDA=OFF), TESTBED_REQUIRE_SLURM=1
@@ -60,6 +64,47 @@ start_slurm() {
   fi
 }
 
+# Debug with -O1: the sanitizers' reports keep their lines, the tests stay quick enough.
+SANITIZED_ARGS=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" -DTESTBED_CUDA=OFF -DTESTBED_BENCHMARKS=OFF)
+
+sanitize() {
+  install_deps
+  local dir=${BUILD_DIR_SANITIZE:-build-sanitize}
+  cmake -S . -B "$dir" "${SANITIZED_ARGS[@]}" -DTESTBED_SANITIZE=ON >/dev/null
+  cmake --build "$dir" -j "$JOBS"
+  # Leaks fail too; the Slurm test needs a cluster (the main test job runs it).
+  (cd "$dir" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+     ctest --output-on-failure -j "$JOBS" -LE slurm)
+}
+
+fuzz() {
+  local seconds=${1:-45}
+  EXTRA_PACKAGES="clang libclang-rt-dev" install_deps
+  local dir=${BUILD_DIR_FUZZ:-build-fuzz}
+  CC=clang CXX=clang++ cmake -S . -B "$dir" "${SANITIZED_ARGS[@]}" -DTESTBED_FUZZ=ON >/dev/null
+  local targets
+  targets=$(cd tests/fuzz && ls fuzz_*.cpp | sed 's/\.cpp$//' | grep -v '^fuzz_support$')
+  # shellcheck disable=SC2086
+  cmake --build "$dir" -j "$JOBS" --target $targets
+  mkdir -p "$dir/findings"
+  local failed=0
+  for t in $targets; do
+    local name=${t#fuzz_} work="$dir/corpus/${t#fuzz_}"
+    mkdir -p "$work"
+    # A fresh working corpus seeded from the shipped one; found inputs land in findings/.
+    if ! "$dir/tests/fuzz/$t" "$work" "tests/fuzz/corpus/$name" -max_total_time="$seconds" -timeout=10 \
+         -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$dir/findings/$name-" \
+         > "$dir/findings/$name.log" 2>&1; then
+      echo "setup: fuzz $name FAILED (log: $dir/findings/$name.log; the input: $dir/findings/$name-*)" >&2
+      tail -40 "$dir/findings/$name.log" >&2
+      failed=1
+    else
+      echo "setup: fuzz $name: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$dir/findings/$name.log" | grep -o '[0-9]*$') runs in ${seconds} s, nothing found"
+    fi
+  done
+  return $failed
+}
+
 case "${1:-}" in
   deps) EXTRA_PACKAGES=$TEST_PACKAGES install_deps ;;
   build) build ;;
@@ -68,6 +113,8 @@ case "${1:-}" in
     start_slurm
     (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS")
     ;;
+  sanitize) sanitize ;;
+  fuzz) fuzz "${2:-45}" ;;
   run)
     config=${2:-experiments/quickstart.ini}
     out="results/$(basename "$config" .ini)"
@@ -76,7 +123,7 @@ case "${1:-}" in
     /usr/bin/python3 analysis/plot_run.py "$out/results.h5" --out "$out"
     ;;
   *)
-    sed -n '2,15p' "$0"
+    sed -n '2,19p' "$0"
     exit 2
     ;;
 esac

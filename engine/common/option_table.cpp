@@ -370,9 +370,10 @@ void OptionTable::parse(const std::vector<std::string>& args, const std::string*
                         " is required");
     if (e.kind != Kind::Path || config_dir_.empty()) continue;
     const std::string path = e.bindings.front().get();
-    if (path.empty() || fs::path(path).is_absolute() || fs::exists(path)) continue;
+    std::error_code ec;  // a path the OS rejects (too long, ...) is reported where it is opened
+    if (path.empty() || fs::path(path).is_absolute() || fs::exists(path, ec)) continue;
     const fs::path beside = fs::path(config_dir_) / path;
-    if (fs::exists(beside))
+    if (fs::exists(beside, ec))
       for (Binding& b : e.bindings) b.assign(beside.string());
   }
 }

@@ -193,6 +193,13 @@ void check_ingress_keys(const RunConfig& config, const OptionTable& table) {
                       "driver.mode = simulated");
 }
 
+// A regular file at `path`; false (never a filesystem_error) for a path the OS
+// rejects, e.g. longer than PATH_MAX: the caller names the key.
+bool is_file(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec);
+}
+
 double physical_memory_bytes() {
   return static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
 }
@@ -208,7 +215,7 @@ std::string gib_text(double bytes) {
 // machine can hold (a bad_alloc halfway through a run, otherwise).
 void check_against_model(const RunConfig& config, std::vector<std::string>& warnings) {
   namespace fs = std::filesystem;
-  if (config.model.config.empty() || !fs::is_regular_file(config.model.config)) return;  // reported where it is used
+  if (config.model.config.empty() || !is_file(config.model.config)) return;  // reported where it is used
   const ModelConfig model = ModelConfig::from_json_file(config.model.config);
   const bool simulated = config.executor.kind.name == "sim";
   if (config.model.max_model_len > model.max_position_embeddings) {
@@ -230,7 +237,7 @@ void check_against_model(const RunConfig& config, std::vector<std::string>& warn
               (instances > 1 ? " for " + std::to_string(instances) + " instances" : std::string()) + "; this machine has " +
               gib_text(physical_memory_bytes()));
   const std::string& hw_path = config.cost_model.hardware;
-  if (!simulated || hw_path.empty() || !fs::is_regular_file(hw_path)) return;
+  if (!simulated || hw_path.empty() || !is_file(hw_path)) return;
   const HardwareSpec hw = HardwareSpec::from_ini_file(hw_path);
   const int fits = kv_blocks_from_memory(hw, model, block_size, config.engine.cache.gpu_memory_fraction,
                                          config.cost_model.tensor_parallel, nullptr);
@@ -287,7 +294,7 @@ std::vector<std::string> unused_settings(const RunConfig& config, OptionTable& t
 
 std::string require_file(const std::string& key, const std::string& path) {
   require(!path.empty(), key, "no path given");
-  require(std::filesystem::is_regular_file(path), key, "file not found: " + path);
+  require(is_file(path), key, "file not found: " + path);
   return path;
 }
 
@@ -296,7 +303,7 @@ namespace {
 // frontend.* left unset take the hardware spec's [serving] values (0 without a spec).
 void apply_serving_defaults(const RunConfig& config, OptionTable& table) {
   const std::string& path = config.cost_model.hardware;
-  if (path.empty() || !std::filesystem::is_regular_file(path)) return;  // a missing spec is reported later
+  if (path.empty() || !is_file(path)) return;  // a missing spec is reported later
   const HardwareSpec hw = HardwareSpec::from_ini_file(path);
   const std::pair<const char*, double> keys[] = {{"frontend.request_s", hw.serving_request_s},
                                                  {"frontend.output_lag_steps", hw.serving_output_lag_steps},
@@ -314,7 +321,7 @@ void apply_serving_defaults(const RunConfig& config, OptionTable& table) {
 void load_run_config(const std::string& config_path, const std::vector<std::string>& args, RunConfig& config,
                      OptionTable& table) {
   namespace fs = std::filesystem;
-  if (!fs::is_regular_file(config_path)) throw ConfigError(config_path + ": cannot open config file");
+  if (!is_file(config_path)) throw ConfigError(config_path + ": cannot open config file");
   std::ifstream in(config_path);
   if (!in) throw ConfigError(config_path + ": cannot open config file");
   std::stringstream text;

@@ -161,3 +161,14 @@ TEST_CASE("a cache larger than the simulated device warns, and runs as configure
                            Catch::Contains("(28020 after the weights"));
   CHECK_THAT(o.output, Catch::Contains("100000 KV blocks"));  // what the config says is what runs
 }
+
+TEST_CASE("a config that is not a regular file is an error, not an empty INI", "[cli][errors]") {
+  const fs::path dir = scratch("not_a_file");
+  for (const std::string& config : {std::string("/dev/null"), dir.string()}) {
+    INFO(config);
+    const Outcome o = run_cli("run " + config + " --output " + (dir / "out").string());
+    CHECK(o.status == 2);
+    CHECK_THAT(o.output, Catch::Contains(config + ": cannot open config file"));
+    CHECK_FALSE(fs::exists(dir / "out"));
+  }
+}
