@@ -1,6 +1,9 @@
 #include "engine/model/llama_weights.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "engine/common/config_error.h"
@@ -17,6 +20,15 @@ void for_each_weight(const ModelConfig& c, LlamaWeights& w,
           c.name + " is a mixture-of-experts model (" + std::to_string(c.moe.num_experts) + " experts, top-" +
               std::to_string(c.moe.experts_per_token) +
               "): the CPU and CUDA executors run dense models only; simulate it (executor.kind = sim)");
+  // Every weight is held as fp32 here: more than the machine has would be a bad_alloc halfway through.
+  const double bytes = 4.0 * static_cast<double>(c.num_params());
+  const double machine = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  if (bytes > machine) {
+    char msg[256];
+    std::snprintf(msg, sizeof msg, "%s's %lld parameters need %.1f GiB as fp32; this machine has %.1f GiB",
+                  c.name.c_str(), static_cast<long long>(c.num_params()), bytes / (1 << 30), machine / (1 << 30));
+    throw ConfigError(std::string("model.config: ") + msg);
+  }
   const int64_t h = c.hidden_size, inter = c.intermediate_size, q = c.q_size(), kv = c.kv_size();
   fn("model.embed_tokens.weight", w.embed, {c.vocab_size, h}, false);
   w.layers.resize(c.num_layers);
@@ -66,7 +78,8 @@ LlamaWeights load_safetensors_weights(const ModelConfig& cfg, const std::string&
 
 LlamaWeights load_weights(const ModelConfig& cfg, const std::string& weights, uint64_t seed) {
   if (weights == "dummy") return make_dummy_weights(cfg, seed);
-  require(std::filesystem::is_regular_file(weights), "model.weights", "file not found: " + weights);
+  std::error_code ec;  // the non-throwing overload: a path too long to stat is an error here, not a filesystem_error
+  require(std::filesystem::is_regular_file(weights, ec), "model.weights", "file not found: " + weights);
   std::string format;
   LlamaWeights w = load_checkpoint(cfg, weights, &format);
   // A quantized checkpoint is run as stored: the config must say which precision that is.

@@ -67,7 +67,12 @@ struct ModelConfig {
   int quant_group_size = 128;
   std::string quant_method = "rtn";  // w4a16: rtn | gptq | awq (engine/model/quantize_weights.h)
 
-  // Parses config.json; throws ConfigError naming the file and the field.
+  // Parses config.json; throws ConfigError("<file>: <field>: <what>") for any
+  // malformed input: not JSON (numbers beyond double too), a field of the wrong
+  // JSON type, an integer that is not whole or does not fit an int, a size or
+  // real that must be positive, heads x head_dim past an int or more than 2^50
+  // parameters, a model_type / architectures outside the supported list or
+  // naming different models. Fuzz entry points: only ConfigError.
   static ModelConfig from_json_file(const std::string& path);
   static ModelConfig from_json_text(const std::string& text, const std::string& origin);
 

@@ -1,5 +1,6 @@
 #include "engine/model/quantized_checkpoint.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "engine/common/config_error.h"
@@ -51,7 +52,8 @@ LlamaWeights load_checkpoint(const ModelConfig& cfg, const std::string& path, st
     const int li = linear_index++;
     if (file.contains(prefix + ".qweight")) {
       const std::vector<int64_t> qs = file.shape_of(prefix + ".qweight");
-      const bool gptq = qs == std::vector<int64_t>{k / 8, n} && k % 8 == 0;
+      // Both pack qzeros eight to a word along N, so N must be a multiple of 8 for either.
+      const bool gptq = qs == std::vector<int64_t>{k / 8, n} && k % 8 == 0 && n % 8 == 0;
       const bool awq = qs == std::vector<int64_t>{k, n / 8} && n % 8 == 0;
       if (!gptq && !awq)
         throw ConfigError(path + ": tensor '" + prefix + ".qweight' has a shape neither GPTQ's [K/8, N] nor AWQ's [K, N/8]");
@@ -114,6 +116,13 @@ LlamaWeights load_checkpoint(const ModelConfig& cfg, const std::string& path, st
       const std::vector<uint8_t> raw = file.read_raw(prefix + ".weight_scale", {"F32"}, ss);
       std::vector<float> s(raw.size() / 4);
       std::memcpy(s.data(), raw.data(), raw.size());
+      for (float v : s)
+        if (!std::isfinite(v))
+          throw ConfigError(path + ": tensor '" + prefix + ".weight_scale' holds " + std::to_string(v) +
+                            " (scales must be finite)");
+      for (size_t i = 0; i < codes.size(); ++i)
+        if ((codes[i] & 0x7F) == 0x7F)  // e4m3's only NaN codes (it has no infinity)
+          throw ConfigError(path + ": tensor '" + name + "' holds an e4m3 NaN code at element " + std::to_string(i));
       for (int64_t r = 0; r < n; ++r)
         for (int64_t c = 0; c < k; ++c)
           t.data[static_cast<size_t>(r * k + c)] = e4m3_to_float(codes[static_cast<size_t>(r * k + c)]) * s[per_tensor ? 0 : r];

@@ -16,12 +16,17 @@ namespace testbed {
 
 class SafetensorsFile {
  public:
-  // Reads and validates the header; throws ConfigError naming the file and what is wrong.
+  // Reads and validates the header; throws ConfigError naming the file (and the
+  // tensor) and what is wrong: a header longer than the file or not JSON, an
+  // unknown dtype, a shape that is not non-negative integers, offsets that do
+  // not match dtype x shape (counted with checked multiplication), reach past
+  // the file or overlap another tensor's. Fuzz entry point: only ConfigError.
   explicit SafetensorsFile(const std::string& path);
 
   bool contains(const std::string& name) const { return entries_.count(name) != 0; }
   std::vector<std::string> names() const;
-  // Reads tensor `name`, converted to float; its shape must equal `expected_shape`.
+  // Reads tensor `name`, converted to float; its shape must equal `expected_shape`
+  // and every value must be finite (a NaN or Inf weight is a ConfigError naming it).
   Tensor read(const std::string& name, const std::vector<int64_t>& expected_shape) const;
   // The raw bytes of tensor `name` (integer and 8-bit tensors: I32, U8, I8,
   // F8_E4M3), which must have one of `dtypes` and `expected_shape`.
