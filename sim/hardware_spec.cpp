@@ -2,6 +2,7 @@
 #include "sim/hardware_spec.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -51,8 +52,24 @@ void bind_spec(OptionTable& t, HardwareSpec& s) {
   t.add("serving.output_s", &s.serving_output_s, "front end: seconds from visibility to the client");
 }
 
+// Far above any device's figure (in TFLOP/s, GiB, GB/s, s, USD or W) and far
+// below where multiplying by 1e12 or 2^30 leaves the doubles' range.
+constexpr double kMaxValue = 1e12;
+
+std::string value_text(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
 void require_finite_at_least(double v, double lo, const std::string& key) {
-  require(std::isfinite(v) && v >= lo, key, "must be a finite number >= " + std::to_string(lo));
+  require(std::isfinite(v) && v >= lo && v <= kMaxValue, key,
+          value_text(v) + " is not a finite number in [" + value_text(lo) + ", 1e12]");
+}
+
+// Capacities, bandwidths and peaks the model divides by: finite, > 0 and plausible.
+void require_positive(double v, const std::string& key) {
+  require(std::isfinite(v) && v > 0 && v <= kMaxValue, key, value_text(v) + " must be positive (and at most 1e12)");
 }
 
 void require_fraction(double v, const std::string& key) {
@@ -62,10 +79,17 @@ void require_fraction(double v, const std::string& key) {
 }  // namespace
 
 HardwareSpec HardwareSpec::from_ini_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))  // a directory or a FIFO would read as empty or block
+    throw ConfigError(path + ": cannot open hardware spec" +
+                      (std::filesystem::exists(path, ec) ? " (not a regular file)" : ""));
+  if (std::filesystem::file_size(path, ec) > (uintmax_t{16} << 20))
+    throw ConfigError(path + ": a hardware spec of more than 16 MiB is not a hardware spec");
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot open hardware spec");
   std::stringstream text;
   text << in.rdbuf();
+  if (in.bad()) throw ConfigError(path + ": cannot read hardware spec");
   return from_ini_text(text.str(), path);
 }
 
@@ -91,7 +115,7 @@ HardwareSpec HardwareSpec::from_ini_text(const std::string& text, const std::str
 }
 
 void HardwareSpec::validate() const {
-  require(std::isfinite(bf16_tflops) && bf16_tflops > 0, "compute.bf16_tflops", "must be positive");
+  require_positive(bf16_tflops, "compute.bf16_tflops");
   require_finite_at_least(fp16_tflops, 0, "compute.fp16_tflops");
   require_finite_at_least(fp8_tflops, 0, "compute.fp8_tflops");
   require_finite_at_least(int8_tops, 0, "compute.int8_tops");
@@ -99,8 +123,8 @@ void HardwareSpec::validate() const {
   require_finite_at_least(fp32_tflops, 0, "compute.fp32_tflops");
   require_fraction(compute_efficiency, "compute.efficiency");
   require_fraction(attention_efficiency, "compute.attention_efficiency");
-  require(std::isfinite(memory_gib) && memory_gib > 0, "memory.capacity_gib", "must be positive");
-  require(std::isfinite(bandwidth_gbps) && bandwidth_gbps > 0, "memory.bandwidth_gbps", "must be positive");
+  require_positive(memory_gib, "memory.capacity_gib");
+  require_positive(bandwidth_gbps, "memory.bandwidth_gbps");
   require_fraction(memory_efficiency, "memory.efficiency");
   require_finite_at_least(reserve_gib, 0, "memory.reserve_gib");
   require(kv_read_efficiency == 0 || (std::isfinite(kv_read_efficiency) && kv_read_efficiency > 0 && kv_read_efficiency <= 1),

@@ -62,7 +62,8 @@ void ProfileTable::validate(const std::string& origin) const {
   auto check_axis = [&](const std::vector<double>& a, const char* name) {
     if (a.empty()) throw ConfigError(origin + ": profile axis '" + name + "' is empty");
     for (double v : a)
-      if (!std::isfinite(v) || v < 0) throw ConfigError(origin + ": profile axis '" + name + "' holds " + std::to_string(v));
+      if (!std::isfinite(v) || v < 0)
+        throw ConfigError(origin + ": profile/" + name + " holds " + std::to_string(v) + " (axes must be finite and >= 0)");
     for (size_t i = 1; i < a.size(); ++i)
       if (!(a[i] > a[i - 1])) throw ConfigError(origin + ": profile axis '" + name + "' is not strictly ascending");
   };
@@ -72,8 +73,10 @@ void ProfileTable::validate(const std::string& origin) const {
   if (step_s.size() != prefill_tokens.size() * decode_seqs.size() * context.size())
     throw ConfigError(origin + ": profile step_s has " + std::to_string(step_s.size()) + " values, the axes need " +
                       std::to_string(prefill_tokens.size() * decode_seqs.size() * context.size()));
-  for (double v : step_s)
-    if (!(v > 0)) throw ConfigError(origin + ": profile step_s holds a non-positive or NaN duration");
+  for (size_t i = 0; i < step_s.size(); ++i)
+    if (!(std::isfinite(step_s[i]) && step_s[i] > 0))
+      throw ConfigError(origin + ": profile/step_s holds " + std::to_string(step_s[i]) + " at index " +
+                        std::to_string(i) + " (durations must be finite and positive)");
 }
 
 void ProfileTable::save(const std::string& path) const {
@@ -89,17 +92,21 @@ void ProfileTable::save(const std::string& path) const {
 }
 
 ProfileTable ProfileTable::load(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw ConfigError("cost_model.profile: file not found: " + path);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw ConfigError("cost_model.profile: file not found: " + path);
+  if (!std::filesystem::is_regular_file(path, ec)) throw ConfigError(path + ": not a profile table (not a regular file)");
   ProfileTable t;
+  // HDF5's C++ exceptions are not std::exceptions: every H5 call stays inside this try.
   try {
     H5::Exception::dontPrint();
     H5::H5File f(path, H5F_ACC_RDONLY);
     H5::Group g = f.openGroup("profile");
-    auto read = [&](const char* name) {
+    // Every profile dataset is a 1-D column of at most `max_size` numbers: the
+    // rank and the extent are checked before anything is allocated or read, so a
+    // 2-D, 3-D or scalar dataset, or a huge one, is an error, not an overflow.
+    auto read = [&](const char* name, hsize_t max_size) {
       H5::DataSet ds = g.openDataSet(name);
       const H5::DataSpace space = ds.getSpace();
-      // Every profile dataset is a 1-D column: check the rank before reading
-      // the extents, so a 2-D or scalar dataset is an error, not an overflow.
       if (!space.isSimple() || space.getSimpleExtentNdims() != 1)
         throw ConfigError(path + ": profile/" + name + " must be a 1-D dataset (it has rank " +
                           std::to_string(space.getSimpleExtentNdims()) + ")");
@@ -107,20 +114,28 @@ ProfileTable ProfileTable::load(const std::string& path) {
         throw ConfigError(path + ": profile/" + name + " must hold numbers");
       hsize_t dims[1] = {0};
       space.getSimpleExtentDims(dims);
-      if (dims[0] > (hsize_t{1} << 26)) throw ConfigError(path + ": profile/" + name + " is implausibly long");
+      if (dims[0] > max_size)
+        throw ConfigError(path + ": profile/" + name + " has " + std::to_string(dims[0]) + " values, more than " +
+                          std::to_string(max_size));
       std::vector<double> v(static_cast<size_t>(dims[0]));
       if (!v.empty()) ds.read(v.data(), H5::PredType::NATIVE_DOUBLE);
       return v;
     };
-    t.prefill_tokens = read("prefill_tokens");
-    t.decode_seqs = read("decode_seqs");
-    t.context = read("context");
-    t.step_s = read("step_s");
+    // Measured grids are thousands of points; these bounds keep a tiny file that
+    // declares a huge (unallocated, fill-value) dataset from allocating gigabytes.
+    constexpr hsize_t kMaxAxis = hsize_t{1} << 16, kMaxValues = hsize_t{1} << 24;
+    t.prefill_tokens = read("prefill_tokens", kMaxAxis);
+    t.decode_seqs = read("decode_seqs", kMaxAxis);
+    t.context = read("context", kMaxAxis);
+    const hsize_t cells = hsize_t{t.prefill_tokens.size()} * t.decode_seqs.size() * t.context.size();
+    t.step_s = read("step_s", std::min(cells, kMaxValues));
     // Where it was measured (string attributes; absent in hand-made tables).
     for (auto [name, out] : {std::pair<const char*, std::string*>{"executor", &t.executor}, {"model", &t.model}}) {
       if (!g.attrExists(name)) continue;
       H5::Attribute a = g.openAttribute(name);
-      if (a.getTypeClass() != H5T_STRING) throw ConfigError(path + ": profile attribute " + name + " must be text");
+      // One string: reading an array of variable-length strings into one would write past it.
+      if (a.getTypeClass() != H5T_STRING || a.getSpace().getSimpleExtentNpoints() != 1)
+        throw ConfigError(path + ": profile attribute " + name + " must be one string");
       a.read(a.getStrType(), *out);
     }
   } catch (const H5::Exception& e) {

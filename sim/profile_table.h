@@ -30,8 +30,11 @@ class ProfileTable {
   double predict(const StepShape& shape) const;
 
   void save(const std::string& path) const;
-  // Throws ConfigError naming the file when it is missing or malformed (a
-  // dataset that is not 1-D, axes that do not ascend, a table of the wrong size).
+  // Throws ConfigError naming the file (and the dataset) when it is missing or
+  // malformed: not HDF5 (HDF5's own exceptions are caught and rethrown), a
+  // dataset that is not 1-D or too long, axes that do not ascend, a table of
+  // the wrong size, a non-finite or non-positive duration. Fuzz entry point:
+  // only ConfigError.
   static ProfileTable load(const std::string& path);
   void validate(const std::string& origin) const;
 };
