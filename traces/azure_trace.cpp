@@ -35,8 +35,12 @@ class AzureFormat : public TraceFormat {
       origin_ns_ = ns;
       has_origin_ = true;
     }
+    int64_t since_origin = 0;  // two valid timestamps can still be more than int64_t nanoseconds apart
+    if (__builtin_sub_overflow(ns, origin_ns_, &since_origin))
+      throw TraceParseError("column 'TIMESTAMP': '" + std::string(fields[timestamp_]) +
+                            "' is more than 292 years from the first row's");
     TraceRow row;
-    row.timestamp_s = static_cast<double>(ns - origin_ns_) * 1e-9;
+    row.timestamp_s = static_cast<double>(since_origin) * 1e-9;
     row.input_tokens = parse_int_field(fields[context_tokens_], "ContextTokens");
     row.output_tokens = parse_int_field(fields[generated_tokens_], "GeneratedTokens");
     return row;

@@ -29,6 +29,8 @@ int digits(std::string_view s, size_t pos, size_t n, std::string_view column) {
   return v;
 }
 
+constexpr int kMinYear = 1678, kMaxYear = 2261;
+
 bool is_leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
 // Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar.
@@ -88,6 +90,10 @@ int64_t parse_datetime_ns(std::string_view s, std::string_view column) {
   if (s.size() < 19 || s[4] != '-' || s[7] != '-' || s[10] != ' ' || s[13] != ':' || s[16] != ':')
     bad_field(s, column, "expected YYYY-MM-DD HH:MM:SS[.f], got");
   const int year = digits(s, 0, 4, column), month = digits(s, 5, 2, column), day = digits(s, 8, 2, column);
+  // What int64_t nanoseconds since 1970 hold (1677-09-21 to 2262-04-11), in whole years.
+  if (year < kMinYear || year > kMaxYear)
+    throw TraceParseError("column '" + std::string(column) + "': year " + std::to_string(year) + " is outside " +
+                          std::to_string(kMinYear) + "-" + std::to_string(kMaxYear) + " ('" + std::string(s) + "')");
   const int hour = digits(s, 11, 2, column), minute = digits(s, 14, 2, column), second = digits(s, 17, 2, column);
   static const int kDaysIn[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   if (month < 1 || month > 12 || day < 1 || day > kDaysIn[month - 1] || (month == 2 && day == 29 && !is_leap(year)) ||

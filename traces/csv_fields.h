@@ -21,7 +21,8 @@ int64_t parse_int_field(std::string_view field, std::string_view column);
 double parse_double_field(std::string_view field, std::string_view column);
 
 // "YYYY-MM-DD HH:MM:SS[.fraction]" (UTC, up to 9 fraction digits) as nanoseconds
-// since 1970-01-01, the Azure LLM inference trace's TIMESTAMP.
+// since 1970-01-01, the Azure LLM inference trace's TIMESTAMP. Years 1678-2261
+// only: what int64_t nanoseconds hold.
 int64_t parse_datetime_ns(std::string_view field, std::string_view column);
 
 }  // namespace testbed

@@ -23,13 +23,17 @@ constexpr int64_t kMooncakeBlockTokens = 512;  // the block size the trace's has
 
 using nlohmann::json;
 
+// A JSON value for an error message: scalars as written, containers by kind
+// (dumping a deeply nested value would recurse without bound).
+std::string describe(const json& v) { return v.is_primitive() ? v.dump() : std::string("an ") + v.type_name(); }
+
 int64_t as_int64(const json& v, const std::string& what) {
   if (v.is_number_unsigned()) {
     const uint64_t u = v.get<uint64_t>();
     if (u > static_cast<uint64_t>(INT64_MAX)) throw TraceParseError(what + " is too large");
     return static_cast<int64_t>(u);
   }
-  if (!v.is_number_integer()) throw TraceParseError(what + " must be an integer, got " + v.dump());
+  if (!v.is_number_integer()) throw TraceParseError(what + " must be an integer, got " + describe(v));
   return v.get<int64_t>();
 }
 
@@ -49,13 +53,13 @@ class MooncakeFormat : public TraceFormat {
     json row;
     try {
       row = json::parse(line);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, out_of_range.406 for a number beyond double (4e777)
       throw TraceParseError(std::string("bad JSON: ") + e.what());
     }
     if (!row.is_object()) throw TraceParseError("expected a JSON object, got " + std::string(row.type_name()));
     TraceRow out;
     const json& ts = field(row, "timestamp");
-    if (!ts.is_number()) throw TraceParseError("field 'timestamp' must be a number (ms), got " + ts.dump());
+    if (!ts.is_number()) throw TraceParseError("field 'timestamp' must be a number (ms), got " + describe(ts));
     out.timestamp_s = ts.get<double>() / 1000.0;
     out.input_tokens = as_int64(field(row, "input_length"), "field 'input_length'");
     out.output_tokens = as_int64(field(row, "output_length"), "field 'output_length'");
@@ -67,10 +71,12 @@ class MooncakeFormat : public TraceFormat {
     }
     if (out.input_tokens < 1) throw TraceParseError("field 'input_length' must be >= 1");
     const json& ids = field(row, "hash_ids");
-    if (!ids.is_array()) throw TraceParseError("field 'hash_ids' must be an array, got " + ids.dump());
+    if (!ids.is_array()) throw TraceParseError("field 'hash_ids' must be an array, got " + describe(ids));
     out.hash_ids.reserve(ids.size());
     for (const json& id : ids) out.hash_ids.push_back(as_int64(id, "a hash id"));
-    const int64_t expected = (out.input_tokens + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens;
+    // ceil(N / 512) without N + 511, which overflows for N near INT64_MAX.
+    const int64_t expected =
+        out.input_tokens / kMooncakeBlockTokens + (out.input_tokens % kMooncakeBlockTokens != 0 ? 1 : 0);
     if (static_cast<int64_t>(out.hash_ids.size()) != expected)
       throw TraceParseError("input_length " + std::to_string(out.input_tokens) + " needs " + std::to_string(expected) +
                             " hash_ids (one per 512 tokens), got " + std::to_string(out.hash_ids.size()));

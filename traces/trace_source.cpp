@@ -4,6 +4,7 @@
 // Arrivals are relative to the first request, scaled by trace.time_scale, or
 // replaced by a generated process (trace.arrivals) at workload.rate.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -88,7 +89,8 @@ class TraceSource : public RequestSource {
   TraceSource(const TraceParams& p, const WorkloadConfig& c, const WorkloadContext& ctx)
       : p_(p), c_(c), ctx_(ctx), path_(p.path), priorities_(c) {
     namespace fs = std::filesystem;
-    require(fs::is_regular_file(path_), "trace.path", "cannot open trace file '" + path_ + "'");
+    std::error_code ec;  // the non-throwing overload: a path too long to stat is an error here, not a filesystem_error
+    require(fs::is_regular_file(path_, ec), "trace.path", "cannot open trace file '" + path_ + "'");
     TraceFormatContext fc;
     fc.content_seed = mix_seed(c.seed, 0x7472616365ULL);  // "trace"
     fc.vocab_size = ctx.vocab_size;
@@ -118,7 +120,13 @@ class TraceSource : public RequestSource {
         line = std::move(*pending_);
         pending_.reset();
       } else {
-        if (!read_line(in_, line)) return std::nullopt;
+        if (!read_line(in_, line)) {
+          // A trace that gives nothing would run an empty experiment and report success.
+          if (next_id_ == 0)
+            throw ConfigError(path_ + ": no requests: trace.format = " + p_.format.name + " skipped all " +
+                              std::to_string(rows_skipped_) + " rows (rows it documents as failed requests)");
+          return std::nullopt;
+        }
         ++line_no_;
         if (is_blank(line)) continue;
       }
@@ -129,6 +137,7 @@ class TraceSource : public RequestSource {
         fail(e.what());
       }
       if (row) return make_request(*row);
+      ++rows_skipped_;
     }
   }
 
@@ -180,6 +189,9 @@ class TraceSource : public RequestSource {
     Request r;
     r.id = next_id_++;
     r.arrival_s = arrivals_ ? arrivals_->next() : (row.timestamp_s - first_timestamp_s_) * p_.time_scale;
+    if (!std::isfinite(r.arrival_s))
+      fail("timestamp " + std::to_string(row.timestamp_s) + " s is too far from the first row's " +
+           std::to_string(first_timestamp_s_) + " s (the arrival time is not finite)");
     r.max_output_tokens = keep_output ? static_cast<int>(row.output_tokens) : p_.output_tokens;
     // Room for the output too: the engine appends generated tokens to the prompt.
     r.prompt.reserve(static_cast<size_t>(row.input_tokens) + static_cast<size_t>(r.max_output_tokens));
@@ -205,6 +217,7 @@ class TraceSource : public RequestSource {
   bool has_header_ = false;
   int64_t line_no_ = 0;
   int64_t next_id_ = 0;
+  int64_t rows_skipped_ = 0;
   int64_t size_hint_ = -1;
   double first_timestamp_s_ = 0.0, last_timestamp_s_ = 0.0;
 };
