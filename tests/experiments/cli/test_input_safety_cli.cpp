@@ -130,6 +130,8 @@ TEST_CASE("a directory that holds something else is not written into without --o
 TEST_CASE("sizes no machine can hold are errors before the run, not bad_alloc", "[cli][errors]") {
   const fs::path dir = scratch("sizes");
   const fs::path ini = write_config(dir);
+  std::ofstream(dir / "giant.json") << R"({"hidden_size": 16384, "intermediate_size": 53248, "num_hidden_layers": 1000,
+    "num_attention_heads": 128, "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 8192})";
   const struct {
     std::string args, key, says;
   } cases[] = {
@@ -138,6 +140,9 @@ TEST_CASE("sizes no machine can hold are errors before the run, not bad_alloc", 
       {"--fleet.sample_interval_s=1e-7 --fleet.num_instances=2", "fleet.sample_interval_s", "at least 0.001 s"},
       {"--executor.kind=cpu --driver.mode=offline --model.max_model_len=2000000000", "model.max_model_len",
        "max_position_embeddings (512)"},
+      // 3.3 T parameters as fp32 (13 TB): more than any machine this runs on.
+      {"--executor.kind=cpu --driver.mode=offline --model.config=" + (dir / "giant.json").string(), "model.config",
+       "parameters need"},
   };
   for (const auto& c : cases) {
     INFO(c.args);
