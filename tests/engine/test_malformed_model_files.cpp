@@ -22,6 +22,7 @@
 #include "engine/model/quantized_checkpoint.h"
 #include "engine/model/safetensors.h"
 #include "support/engine_harness.h"
+#include "support/config_error_of.h"
 
 using namespace testbed;
 namespace fs = std::filesystem;
@@ -40,23 +41,14 @@ std::string write_file(const std::string& name, const std::string& bytes) {
   return path;
 }
 
-// The message of the ConfigError `f` throws ("" if none; anything else propagates and fails the test).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testbed_test::config_error_of;
 
 const std::string kDims = R"("hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
                              "num_attention_heads": 4, "vocab_size": 100)";
 
 // A config of kDims with `extra` fields; a key in both is taken from `extra` (the last one wins).
 std::string config_error(const std::string& extra) {
-  return error_of([&] { ModelConfig::from_json_text("{" + kDims + (extra.empty() ? "" : ", ") + extra + "}", "m.json"); });
+  return config_error_of([&] { ModelConfig::from_json_text("{" + kDims + (extra.empty() ? "" : ", ") + extra + "}", "m.json"); });
 }
 
 // A safetensors file of `header` (JSON text) and `data` bytes.
@@ -69,7 +61,7 @@ std::string safetensors_bytes(const std::string& header, const std::string& data
 
 std::string header_error(const std::string& name, const std::string& header, const std::string& data) {
   const std::string path = write_file(name, safetensors_bytes(header, data));
-  return error_of([&] { SafetensorsFile file(path); });
+  return config_error_of([&] { SafetensorsFile file(path); });
 }
 
 }  // namespace
@@ -78,7 +70,7 @@ TEST_CASE("config.json numbers beyond double are errors naming the file", "[mode
   // Regression: nlohmann's out_of_range.406 ("number overflow") escaped as exit 1.
   CHECK_THAT(config_error(R"("rope_theta": 1e400)"), Catch::Contains("m.json") && Catch::Contains("1e400"));
   CHECK_THAT(config_error(R"("hidden_size": -1e400)"), Catch::Contains("m.json: not valid JSON"));
-  CHECK_THAT(error_of([] { ModelConfig::from_json_text("", "empty.json"); }), Catch::Contains("empty.json"));
+  CHECK_THAT(config_error_of([] { ModelConfig::from_json_text("", "empty.json"); }), Catch::Contains("empty.json"));
   // Deeply nested values: the error describes them without recursing through them.
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   CHECK_THAT(config_error("\"hidden_size\": " + deep), Catch::Contains("hidden_size") && Catch::Contains("an array"));
@@ -168,24 +160,24 @@ TEST_CASE("an unsupported model_type or a mismatched architectures is an error n
   const ModelConfig q = ModelConfig::from_json_file("experiments/models/qwen3-30b-a3b.json");
   CHECK(q.moe.num_experts == 128);
   CHECK(q.qk_norm);
-  CHECK_THAT(error_of([&] { make_dummy_weights(mix, 1); }), Catch::Contains("mixture-of-experts"));
+  CHECK_THAT(config_error_of([&] { make_dummy_weights(mix, 1); }), Catch::Contains("mixture-of-experts"));
 }
 
 TEST_CASE("a model config path that is a directory or a FIFO or empty is an error naming it", "[model_config][malformed]") {
   const std::string dir = (scratch() / "config_dir.json").string();
   fs::create_directories(dir);
-  CHECK_THAT(error_of([&] { ModelConfig::from_json_file(dir); }), Catch::Contains(dir) && Catch::Contains("not a regular file"));
+  CHECK_THAT(config_error_of([&] { ModelConfig::from_json_file(dir); }), Catch::Contains(dir) && Catch::Contains("not a regular file"));
   const std::string fifo = (scratch() / "config_fifo.json").string();
   fs::remove(fifo);
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);  // opening it would block forever
-  CHECK_THAT(error_of([&] { ModelConfig::from_json_file(fifo); }), Catch::Contains(fifo));
+  CHECK_THAT(config_error_of([&] { ModelConfig::from_json_file(fifo); }), Catch::Contains(fifo));
   const std::string empty = write_file("empty.json", "");
-  CHECK_THAT(error_of([&] { ModelConfig::from_json_file(empty); }), Catch::Contains(empty) && Catch::Contains("not valid JSON"));
+  CHECK_THAT(config_error_of([&] { ModelConfig::from_json_file(empty); }), Catch::Contains(empty) && Catch::Contains("not valid JSON"));
   // Too long to stat (ENAMETOOLONG): the throwing std::filesystem calls would escape as filesystem_error.
   const std::string long_path = "/tmp/" + std::string(5000, 'a') + ".json";
-  CHECK_THAT(error_of([&] { ModelConfig::from_json_file(long_path); }), Catch::Contains("cannot open model config"));
-  CHECK_THAT(error_of([&] { SafetensorsFile f(long_path); }), Catch::Contains("cannot open safetensors file"));
-  CHECK_THAT(error_of([&] { load_weights(test::micro_model(), long_path, 1); }), Catch::Contains("model.weights"));
+  CHECK_THAT(config_error_of([&] { ModelConfig::from_json_file(long_path); }), Catch::Contains("cannot open model config"));
+  CHECK_THAT(config_error_of([&] { SafetensorsFile f(long_path); }), Catch::Contains("cannot open safetensors file"));
+  CHECK_THAT(config_error_of([&] { load_weights(test::micro_model(), long_path, 1); }), Catch::Contains("model.weights"));
 }
 
 TEST_CASE("safetensors headers that are not JSON or too long or malformed name the file and tensor", "[safetensors][malformed]") {
@@ -198,13 +190,13 @@ TEST_CASE("safetensors headers that are not JSON or too long or malformed name t
   std::string huge = safetensors_bytes("{}", data);
   for (int i = 0; i < 8; ++i) huge[i] = '\xff';
   const std::string huge_path = write_file("huge.safetensors", huge);
-  CHECK_THAT(error_of([&] { SafetensorsFile f(huge_path); }), Catch::Contains("huge.safetensors") && Catch::Contains("truncated"));
+  CHECK_THAT(config_error_of([&] { SafetensorsFile f(huge_path); }), Catch::Contains("huge.safetensors") && Catch::Contains("truncated"));
   // A header past the format's 100 MB limit (a sparse file: nothing is written).
   std::string over = safetensors_bytes("{}", "");
   for (int i = 0; i < 8; ++i) over[i] = static_cast<char>((uint64_t{100000001} >> (8 * i)) & 0xff);
   const std::string over_path = write_file("over.safetensors", over.substr(0, 8));
   fs::resize_file(over_path, 8 + 100000001);
-  CHECK_THAT(error_of([&] { SafetensorsFile f(over_path); }), Catch::Contains("over.safetensors") && Catch::Contains("limit"));
+  CHECK_THAT(config_error_of([&] { SafetensorsFile f(over_path); }), Catch::Contains("over.safetensors") && Catch::Contains("limit"));
   fs::remove(over_path);
   CHECK_THAT(header_error("list.safetensors", "[1, 2]", ""), Catch::Contains("not a JSON object"));
   CHECK_THAT(header_error("entry.safetensors", R"({"w": 3})", ""), Catch::Contains("tensor 'w'"));
@@ -259,8 +251,8 @@ TEST_CASE("safetensors offsets that overflow or mismatch or leave the file or ov
   // Not a file at all.
   const std::string dir = (scratch() / "dir.safetensors").string();
   fs::create_directories(dir);
-  CHECK_THAT(error_of([&] { SafetensorsFile f(dir); }), Catch::Contains(dir) && Catch::Contains("not a regular file"));
-  CHECK_THAT(error_of([&] { load_weights(test::micro_model(), dir, 1); }), Catch::Contains("model.weights"));
+  CHECK_THAT(config_error_of([&] { SafetensorsFile f(dir); }), Catch::Contains(dir) && Catch::Contains("not a regular file"));
+  CHECK_THAT(config_error_of([&] { load_weights(test::micro_model(), dir, 1); }), Catch::Contains("model.weights"));
 }
 
 TEST_CASE("safetensors weights holding NaN or Inf are errors naming the tensor", "[safetensors][malformed]") {
@@ -273,7 +265,7 @@ TEST_CASE("safetensors weights holding NaN or Inf are errors naming the tensor",
       w.layers[1].wv.data[17] = bad;
       const std::string path = (scratch() / ("nan_" + dtype + ".safetensors")).string();
       save_safetensors_weights(cfg, w, path, dtype);
-      CHECK_THAT(error_of([&] { load_safetensors_weights(cfg, path); }),
+      CHECK_THAT(config_error_of([&] { load_safetensors_weights(cfg, path); }),
                  Catch::Contains(path) && Catch::Contains("model.layers.1.self_attn.v_proj.weight") &&
                      Catch::Contains("at element 17"));
     }
@@ -341,7 +333,7 @@ TEST_CASE("quantized checkpoints with impossible packing or non-finite values na
                                             {prefix + ".scales", "F16", {1, 36}, scale_bytes},
                                             {prefix + ".qzeros", "I32", {1, 4}, std::vector<uint8_t>(16, 0x77)}});
   std::string format;
-  CHECK_THAT(error_of([&] { load_checkpoint(narrow, gptq, &format); }),
+  CHECK_THAT(config_error_of([&] { load_checkpoint(narrow, gptq, &format); }),
              Catch::Contains("gptq36.safetensors") && Catch::Contains(prefix + ".qweight"));
 
   const ModelConfig cfg = test::micro_model();
@@ -351,14 +343,14 @@ TEST_CASE("quantized checkpoints with impossible packing or non-finite values na
   const std::string nan_code = checkpoint_with(cfg, "fp8_nan.safetensors",
                                                {{prefix + ".weight", "F8_E4M3", {n, k}, codes},
                                                 {prefix + ".weight_scale", "F32", {1}, f32_bytes({0.5f})}});
-  CHECK_THAT(error_of([&] { load_checkpoint(cfg, nan_code, &format); }),
+  CHECK_THAT(config_error_of([&] { load_checkpoint(cfg, nan_code, &format); }),
              Catch::Contains("fp8_nan.safetensors") && Catch::Contains(prefix + ".weight") && Catch::Contains("NaN"));
   codes[5] = 0x38;
   const std::string inf_scale =
       checkpoint_with(cfg, "fp8_inf.safetensors",
                       {{prefix + ".weight", "F8_E4M3", {n, k}, codes},
                        {prefix + ".weight_scale", "F32", {1}, f32_bytes({std::numeric_limits<float>::infinity()})}});
-  CHECK_THAT(error_of([&] { load_checkpoint(cfg, inf_scale, &format); }), Catch::Contains(prefix + ".weight_scale"));
+  CHECK_THAT(config_error_of([&] { load_checkpoint(cfg, inf_scale, &format); }), Catch::Contains(prefix + ".weight_scale"));
   const std::string fine = checkpoint_with(cfg, "fp8_ok.safetensors",
                                            {{prefix + ".weight", "F8_E4M3", {n, k}, codes},
                                             {prefix + ".weight_scale", "F32", {1}, f32_bytes({0.5f})}});

@@ -14,6 +14,7 @@
 #include "engine/common/config_error.h"
 #include "sim/hardware_spec.h"
 #include "sim/profile_table.h"
+#include "support/config_error_of.h"
 
 using namespace testbed;
 namespace fs = std::filesystem;
@@ -31,15 +32,7 @@ fs::path scratch() {
   return p;
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testbed_test::config_error_of;
 
 // The error of kSpec with `key = value` set in `section` (replacing the key where kSpec has it).
 std::string spec_error(const std::string& section, const std::string& key, const std::string& value) {
@@ -57,7 +50,7 @@ std::string spec_error(const std::string& section, const std::string& key, const
     else
       text.insert(at + header.size(), line);
   }
-  return error_of([&] { HardwareSpec::from_ini_text(text, "gpu.ini"); });
+  return config_error_of([&] { HardwareSpec::from_ini_text(text, "gpu.ini"); });
 }
 
 }  // namespace
@@ -95,21 +88,21 @@ TEST_CASE("hardware spec capacities and bandwidths and peaks must be finite and 
 TEST_CASE("a hardware spec path that is a directory or a FIFO or empty is an error naming it", "[hardware_spec][malformed]") {
   const std::string dir = (scratch() / "spec_dir.ini").string();
   fs::create_directories(dir);
-  CHECK_THAT(error_of([&] { HardwareSpec::from_ini_file(dir); }), Catch::Contains(dir) && Catch::Contains("not a regular file"));
+  CHECK_THAT(config_error_of([&] { HardwareSpec::from_ini_file(dir); }), Catch::Contains(dir) && Catch::Contains("not a regular file"));
   const std::string fifo = (scratch() / "spec_fifo.ini").string();
   fs::remove(fifo);
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);  // opening it would block forever
-  CHECK_THAT(error_of([&] { HardwareSpec::from_ini_file(fifo); }), Catch::Contains(fifo));
+  CHECK_THAT(config_error_of([&] { HardwareSpec::from_ini_file(fifo); }), Catch::Contains(fifo));
   const std::string empty = (scratch() / "empty.ini").string();
   std::ofstream(empty).flush();
-  CHECK_THAT(error_of([&] { HardwareSpec::from_ini_file(empty); }), Catch::Contains(empty) && Catch::Contains("compute.bf16_tflops"));
+  CHECK_THAT(config_error_of([&] { HardwareSpec::from_ini_file(empty); }), Catch::Contains(empty) && Catch::Contains("compute.bf16_tflops"));
   const std::string binary = (scratch() / "binary.ini").string();
   std::ofstream(binary, std::ios::binary) << std::string("\0\xff\x01[compute\n=", 12);
-  CHECK_THAT(error_of([&] { HardwareSpec::from_ini_file(binary); }), Catch::Contains(binary));
+  CHECK_THAT(config_error_of([&] { HardwareSpec::from_ini_file(binary); }), Catch::Contains(binary));
   // Too long to stat (ENAMETOOLONG): the throwing std::filesystem calls would escape as filesystem_error.
   const std::string long_path = "/tmp/" + std::string(5000, 'a');
-  CHECK_THAT(error_of([&] { HardwareSpec::from_ini_file(long_path + ".ini"); }), Catch::Contains("cannot open hardware spec"));
-  CHECK_THAT(error_of([&] { ProfileTable::load(long_path + ".h5"); }), Catch::Contains("file not found"));
+  CHECK_THAT(config_error_of([&] { HardwareSpec::from_ini_file(long_path + ".ini"); }), Catch::Contains("cannot open hardware spec"));
+  CHECK_THAT(config_error_of([&] { ProfileTable::load(long_path + ".h5"); }), Catch::Contains("file not found"));
 }
 
 namespace {
@@ -148,7 +141,7 @@ TEST_CASE("profile tables with non-finite or non-positive timings name the file 
     auto d = good_table();
     d["step_s"].values[2] = bad;
     const std::string path = write_profile("bad_step.h5", d);
-    CHECK_THAT(error_of([&] { ProfileTable::load(path); }), Catch::Contains(path) && Catch::Contains("profile/step_s") &&
+    CHECK_THAT(config_error_of([&] { ProfileTable::load(path); }), Catch::Contains(path) && Catch::Contains("profile/step_s") &&
                                                               Catch::Contains("index 2"));
   }
   for (const double bad : {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN(), -1.0}) {
@@ -156,7 +149,7 @@ TEST_CASE("profile tables with non-finite or non-positive timings name the file 
     auto d = good_table();
     d["decode_seqs"].values[1] = bad;
     const std::string path = write_profile("bad_axis.h5", d);
-    CHECK_THAT(error_of([&] { ProfileTable::load(path); }), Catch::Contains(path) && Catch::Contains("decode_seqs"));
+    CHECK_THAT(config_error_of([&] { ProfileTable::load(path); }), Catch::Contains(path) && Catch::Contains("decode_seqs"));
   }
 }
 
@@ -170,7 +163,7 @@ TEST_CASE("profile datasets of the wrong rank or size or type are errors before 
       for (hsize_t x : dims) n *= x;
       d[name] = {dims, std::vector<double>(n, 1.0)};
       const std::string path = write_profile("rank.h5", d);
-      CHECK_THAT(error_of([&] { ProfileTable::load(path); }), Catch::Contains(path) && Catch::Contains(name) &&
+      CHECK_THAT(config_error_of([&] { ProfileTable::load(path); }), Catch::Contains(path) && Catch::Contains(name) &&
                                                                 Catch::Contains("1-D"));
     }
   }
@@ -178,12 +171,12 @@ TEST_CASE("profile datasets of the wrong rank or size or type are errors before 
   auto d = good_table();
   d["step_s"] = {{5}, {1, 2, 3, 4, 5}};
   std::string path = write_profile("long.h5", d);
-  CHECK_THAT(error_of([&] { ProfileTable::load(path); }), Catch::Contains("profile/step_s has 5 values, more than 4"));
+  CHECK_THAT(config_error_of([&] { ProfileTable::load(path); }), Catch::Contains("profile/step_s has 5 values, more than 4"));
   // A dataset that is missing, or of strings.
   d = good_table();
   d.erase("context");
   path = write_profile("missing.h5", d);
-  CHECK_THAT(error_of([&] { ProfileTable::load(path); }), Catch::Contains(path) && Catch::Contains("not a profile table"));
+  CHECK_THAT(config_error_of([&] { ProfileTable::load(path); }), Catch::Contains(path) && Catch::Contains("not a profile table"));
   {
     path = (scratch() / "strings.h5").string();
     H5::H5File f(path, H5F_ACC_TRUNC);
@@ -200,7 +193,7 @@ TEST_CASE("profile datasets of the wrong rank or size or type are errors before 
       }
     }
   }
-  CHECK_THAT(error_of([&] { ProfileTable::load(path); }), Catch::Contains("profile/context must hold numbers"));
+  CHECK_THAT(config_error_of([&] { ProfileTable::load(path); }), Catch::Contains("profile/context must hold numbers"));
 }
 
 TEST_CASE("profile attributes that are not one string are errors and not overflows", "[profiled][malformed]") {
@@ -214,23 +207,23 @@ TEST_CASE("profile attributes that are not one string are errors and not overflo
     const char* values[3] = {"a", "b", "c"};
     g.createAttribute("executor", type, H5::DataSpace(1, &n)).write(type, values);
   }
-  CHECK_THAT(error_of([&] { ProfileTable::load(path); }), Catch::Contains(path) && Catch::Contains("executor"));
+  CHECK_THAT(config_error_of([&] { ProfileTable::load(path); }), Catch::Contains(path) && Catch::Contains("executor"));
   const std::string numeric = write_profile("attr_num.h5", good_table());
   {
     H5::H5File f(numeric, H5F_ACC_RDWR);
     const double v = 1;
     f.openGroup("profile").createAttribute("model", H5::PredType::NATIVE_DOUBLE, H5::DataSpace()).write(H5::PredType::NATIVE_DOUBLE, &v);
   }
-  CHECK_THAT(error_of([&] { ProfileTable::load(numeric); }), Catch::Contains("model"));
+  CHECK_THAT(config_error_of([&] { ProfileTable::load(numeric); }), Catch::Contains("model"));
 }
 
 TEST_CASE("a profile path that is a directory or empty or truncated is an error naming it", "[profiled][malformed]") {
   const std::string dir = (scratch() / "profile_dir.h5").string();
   fs::create_directories(dir);
-  CHECK_THAT(error_of([&] { ProfileTable::load(dir); }), Catch::Contains(dir));
+  CHECK_THAT(config_error_of([&] { ProfileTable::load(dir); }), Catch::Contains(dir));
   const std::string empty = (scratch() / "empty.h5").string();
   std::ofstream(empty).flush();
-  CHECK_THAT(error_of([&] { ProfileTable::load(empty); }), Catch::Contains(empty));
+  CHECK_THAT(config_error_of([&] { ProfileTable::load(empty); }), Catch::Contains(empty));
   // Every truncation of a good file (HDF5 exceptions inside become ConfigErrors).
   const std::string good = write_profile("whole.h5", good_table());
   const auto size = fs::file_size(good);
@@ -239,6 +232,6 @@ TEST_CASE("a profile path that is a directory or empty or truncated is an error 
     fs::copy_file(good, cut, fs::copy_options::overwrite_existing);
     fs::resize_file(cut, keep);
     INFO(keep << " of " << size << " bytes");
-    CHECK_THAT(error_of([&] { ProfileTable::load(cut); }), Catch::Contains(cut));
+    CHECK_THAT(config_error_of([&] { ProfileTable::load(cut); }), Catch::Contains(cut));
   }
 }

@@ -12,6 +12,7 @@
 #include "engine/common/config_error.h"
 #include "engine/common/option_table.h"
 #include "traces/workload.h"
+#include "support/config_error_of.h"
 
 namespace testbed::test {
 
@@ -55,16 +56,7 @@ inline std::vector<Request> drain(const WorkloadConfig& c, int vocab_size = 3200
   return out;
 }
 
-// The message of the ConfigError that `f` throws ("" if none; other exceptions propagate).
-template <class F>
-std::string config_error_of(F&& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testbed_test::config_error_of;  // the message of the ConfigError a callable throws
 
 // The shared public traces (../shared/traces from the repo root), or "" when absent.
 inline std::string shared_trace(const std::string& file) {
