@@ -177,3 +177,32 @@ TEST_CASE("a config that is not a regular file is an error, not an empty INI", "
     CHECK_FALSE(fs::exists(dir / "out"));
   }
 }
+
+TEST_CASE("every malformed model file and trace fuzzing kept is exit 2 naming the file (and line)", "[cli][errors][fuzz]") {
+  const fs::path root = fs::path(TESTBED_SOURCE_DIR) / "tests" / "fuzz" / "regressions";
+  const fs::path dir = scratch("regressions");
+  const fs::path ini = write_config(dir);
+  int checked = 0;
+  for (const auto& e : fs::directory_iterator(root / "model_config")) {
+    const std::string file = e.path().string();
+    const Outcome o = run_cli("--timeout-wrapper run " + ini.string() + " --model.config=" + file + " --output " +
+                              (dir / "out").string());
+    INFO(o.output);
+    CHECK(o.status == 2);
+    CHECK_THAT(o.output, Catch::Contains("testbed: error: " + file + ": "));
+    ++checked;
+  }
+  for (const char* format : {"mooncake", "azure"}) {
+    for (const auto& e : fs::directory_iterator(root / (std::string("trace_") + format))) {
+      const std::string file = e.path().string();
+      const Outcome o = run_cli("--timeout-wrapper run " + ini.string() + " --workload.kind=trace --trace.format=" +
+                                format + " --trace.path=" + file + " --output " + (dir / "out").string());
+      INFO(o.output);
+      CHECK(o.status == 2);
+      CHECK_THAT(o.output, Catch::Contains("testbed: error: " + file + ":") && Catch::Matches("(.|\n)*\\.(jsonl|csv):[0-9]+: (.|\n)*"));
+      ++checked;
+    }
+  }
+  CHECK(checked >= 10);
+  CHECK_FALSE(fs::exists(dir / "out"));
+}
