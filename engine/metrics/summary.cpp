@@ -36,15 +36,26 @@ bool Summary::has(const std::string& name) const {
   return false;
 }
 
-double percentile(std::vector<double> v, double p) {
+namespace {
+
+// The values without NaNs, ascending: what every percentile of them is read from.
+std::vector<double> sorted_finite(std::vector<double> v) {
   v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
-  if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
+  return v;
+}
+
+double percentile_of_sorted(const std::vector<double>& v, double p) {
+  if (v.empty()) return NAN;
   const double rank = p / 100.0 * static_cast<double>(v.size() - 1);
   const size_t lo = static_cast<size_t>(std::floor(rank));
   const size_t hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (rank - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
+
+}  // namespace
+
+double percentile(std::vector<double> v, double p) { return percentile_of_sorted(sorted_finite(std::move(v)), p); }
 
 namespace {
 
@@ -61,7 +72,8 @@ double mean(const std::vector<double>& v) {
 
 void add_distribution(Summary& s, const std::string& name, const std::vector<double>& v) {
   s.set(name + "_mean_s", mean(v));
-  for (int p : {50, 90, 95, 99}) s.set(name + "_p" + std::to_string(p) + "_s", percentile(v, p));
+  const std::vector<double> sorted = sorted_finite(v);  // once for the four percentiles
+  for (int p : {50, 90, 95, 99}) s.set(name + "_p" + std::to_string(p) + "_s", percentile_of_sorted(sorted, p));
 }
 
 }  // namespace
