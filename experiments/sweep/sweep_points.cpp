@@ -64,6 +64,7 @@ SweepPoint PointResolver::resolve(const PointValues& values) const {
     }
     p.ini = table.to_ini();
     p.resolved = table.resolved();
+    p.warnings = config.warnings;
   } catch (const ConfigError& e) {
     // Name the sweep file's line when the error is about a swept key.
     const std::string what = e.what();

@@ -18,6 +18,7 @@ struct SweepPoint {
   PointValues values;  // the swept keys (and, for a search probe, the searched key)
   std::string ini;     // the resolved config as INI text (what the point runs)
   std::vector<std::pair<std::string, std::string>> resolved;  // the same, key -> value
+  std::vector<std::string> warnings;  // its config's (RunConfig::warnings): unused keys, contradictions
 };
 
 class PointResolver {

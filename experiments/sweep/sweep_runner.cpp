@@ -267,6 +267,15 @@ int run_sweep(const SweepOptions& opt) {
     }
   }
 
+  // The points' warnings, each once with how many points it concerns (each point's run records its own).
+  std::map<std::string, int> warned;
+  std::vector<std::string> warning_order;
+  for (const SweepPoint& p : grid_points)
+    for (const std::string& w : p.warnings)
+      if (warned[w]++ == 0) warning_order.push_back(w);
+  for (const std::string& w : warning_order)
+    std::fprintf(stderr, "testbed sweep: warning (%d of %zu points): %s\n", warned[w], grid_points.size(), w.c_str());
+
   const std::string dir_text =
       opt.output_dir.empty() ? (fs::path("results") / fs::path(opt.sweep_path).stem()).string() : opt.output_dir;
   if (opt.dry_run) {

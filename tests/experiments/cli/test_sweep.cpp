@@ -312,3 +312,17 @@ TEST_CASE("a search with two conditions holds only where both do", "[cli][sweep]
       CHECK(number(p.at("tpot_p90_s")) <= 0.004);
     }
 }
+
+TEST_CASE("a sweep names each warning its points' configs give once, with how many points", "[cli][sweep][warnings]") {
+  const fs::path dir = scratch("warnings");
+  write_base(dir, "[router]\nweight_kv = 3\n");
+  const fs::path file = write_sweep(dir, "grid.ini", "workload.rate = 10, 20\nscheduler.chunked_prefill = true, false\n"
+                                                     "scheduler.chunk_size = 32\n");
+  const auto o = run_cli(sweep_cmd(file, dir / "out", "--dry-run"));
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  const std::string all = "testbed sweep: warning (4 of 4 points): router.weight_kv: not used: router.type is round_robin";
+  const std::string half = "testbed sweep: warning (2 of 4 points): scheduler.chunk_size: not used: scheduler.chunked_prefill is false";
+  CHECK_THAT(o.output, Catch::Contains(all) && Catch::Contains(half));
+  CHECK(o.output.find(all) == o.output.rfind(all));  // once
+}
