@@ -9,12 +9,15 @@ engine/metrics/results_file.h):
     offsets, ids), /profile;
   - scalars are attributes of a group: /summary (float metrics), /config (the
     resolved config, key -> string), /run (wall_s, simulated_s, executor, mode,
-    config_path, ...), /sim_summary (fidelity runs).
+    config_path, ...), /sim_summary (fidelity runs);
+  - units: every column's "unit" attribute, and /summary_units (key -> unit),
+    both from engine/metrics/units.cpp (README, "Results file").
 
     import results
     r = results.load("results/quickstart")          # a run directory or its results.h5
     r.summary["ttft_p50_s"], r.config["router.type"], r.get_config("fleet.num_instances", int)
     r.requests["ttft_s"]                             # numpy array; r.table("steps") == {} if absent
+    r.unit("requests", "ttft_s"), r.summary_units["ttft_p50_s"]   # "s", "s"
     runs = results.load_all("results/orca/b*/*/rate-*")   # {results.h5 path: Results}
 
 It also reads the merged table of a sweep (`testbed sweep`, README "Sweeps"):
@@ -47,6 +50,7 @@ class Results:
     path: str  # the results.h5 that was read
     attrs: dict  # group name -> {attribute -> float | str}, for every group in the file
     tables: dict  # group name -> {column -> numpy array}, for groups holding datasets
+    units: dict = dataclasses.field(default_factory=dict)  # group name -> {column -> unit}
 
     @property
     def summary(self):
@@ -59,6 +63,15 @@ class Results:
     @property
     def run(self):
         return self.attrs.get("run", {})
+
+    @property
+    def summary_units(self):
+        """{summary key -> unit} (files written before units were recorded: {})."""
+        return self.attrs.get("summary_units", {})
+
+    def unit(self, table, column):
+        """The unit of `column` of `table` ("" when the file does not say)."""
+        return self.units.get(table, {}).get(column, "")
 
     def table(self, name):
         """{column -> numpy array} of table `name`; {} when the file has no such table."""
@@ -132,16 +145,17 @@ def load(path, missing_ok=False):
         f = h5py.File(f5, "r")
     except OSError as e:
         raise OSError(f"{f5}: cannot read results file: {e}") from e
-    attrs, tables = {}, {}
+    attrs, tables, units = {}, {}, {}
     with f:
         for name, group in f.items():
             if not isinstance(group, h5py.Group):
                 continue
             attrs[name] = {k: _value(v) for k, v in group.attrs.items()}
-            columns = {k: _column(ds) for k, ds in group.items() if isinstance(ds, h5py.Dataset)}
-            if columns:
-                tables[name] = columns
-    return Results(path=f5, attrs=attrs, tables=tables)
+            datasets = {k: ds for k, ds in group.items() if isinstance(ds, h5py.Dataset)}
+            if datasets:
+                tables[name] = {k: _column(ds) for k, ds in datasets.items()}
+                units[name] = {k: _value(ds.attrs["unit"]).strip() for k, ds in datasets.items() if "unit" in ds.attrs}
+    return Results(path=f5, attrs=attrs, tables=tables, units=units)
 
 
 def find(pattern):

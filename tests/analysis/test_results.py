@@ -161,6 +161,25 @@ class LoaderTest(unittest.TestCase):
                 np.testing.assert_array_equal(table[col], values, err_msg=f"{name}/{col}")
             self.assertIs(r.table(name), table)
 
+    def test_units_of_columns_and_summary_keys(self):
+        # As ResultsFile writes them: a "unit" attribute per column (fixed-length
+        # bytes; "" stored as one space), and /summary_units beside /summary.
+        os.makedirs(self.dir)
+        with h5py.File(self.path, "w") as f:
+            g = f.create_group("requests")
+            g.create_dataset("ttft_s", data=np.array([0.1, 0.2])).attrs["unit"] = np.bytes_(b"s")
+            g.create_dataset("prompt_tokens", data=np.array([5, 6], dtype=np.int32)).attrs["unit"] = np.bytes_(b"tokens")
+            g.create_dataset("legacy", data=np.array([1.0, 2.0]))  # a file from before units
+            f.create_group("summary").attrs["ttft_p50_s"] = 0.15
+            f.create_group("summary_units").attrs["ttft_p50_s"] = np.bytes_(b"s")
+        r = results.load(self.path)
+        self.assertEqual(r.unit("requests", "ttft_s"), "s")
+        self.assertEqual(r.unit("requests", "prompt_tokens"), "tokens")
+        self.assertEqual(r.unit("requests", "legacy"), "")
+        self.assertEqual(r.unit("steps", "start_s"), "")
+        self.assertEqual(r.summary_units, {"ttft_p50_s": "s"})
+        self.assertEqual(r.summary, {"ttft_p50_s": 0.15})
+
     def test_missing_groups_are_empty(self):
         write_h5(self.path, {"requests": {"id": np.arange(3, dtype=np.int64)}}, {"summary": {"num_requests": 3}})
         r = results.load(self.path)
