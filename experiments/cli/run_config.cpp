@@ -280,7 +280,7 @@ std::vector<std::string> unused_settings(const RunConfig& config, OptionTable& t
         unused(key, "executor " + config.executor.kind.name + " with executor.timing = " + config.executor.timing +
                         " measures its steps (a cost model times them with executor.kind = sim or executor.timing = cost_model)");
   const SchedulerConfig& sch = config.engine.scheduler;
-  if (!sch.chunked_prefill)
+  if (!sch.chunked_prefill && config.pools().empty())  // a pool may chunk with the top-level size it inherits
     unused("scheduler.chunk_size", "scheduler.chunked_prefill is false (a prompt is prefilled in one step)");
   else if (sch.chunk_size > sch.max_batch_tokens)
     out.push_back("scheduler.chunk_size: " + std::to_string(sch.chunk_size) + " is larger than scheduler.max_batch_tokens (" +
