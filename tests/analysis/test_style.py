@@ -231,7 +231,7 @@ class EveryScriptTest(unittest.TestCase):
     def test_every_plot_script_draws_through_the_style(self):
         scripts = [p for p in sorted(glob.glob(os.path.join(ROOT, "analysis", "*.py"))
                                      + glob.glob(os.path.join(ROOT, "papers", "*", "plot.py")))
-                   if os.path.basename(p) not in ("style.py", "results.py")]
+                   if os.path.basename(p) not in ("style.py", "figure_check.py", "results.py")]  # the modules, not scripts
         self.assertGreaterEqual(len(scripts), 17)
         for path in scripts:
             with open(path) as f:
