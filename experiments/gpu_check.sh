@@ -13,10 +13,13 @@
 #
 #   experiments/gpu_check.sh package   on the build machine: builds build-gpu/
 #                                      (sm_90) and fills build-gpu/bundle/ with
-#                                      the binaries and every shared library
-#                                      they need but the C library and CUDA's
-#                                      own (the image has CUDA 13.0); carry
-#                                      build-gpu/bundle (prints its size)
+#                                      the binaries (with libtestbed_cuda.so,
+#                                      the CUDA module testbed loads from
+#                                      beside itself for executor.kind = cuda)
+#                                      and every shared library they need but
+#                                      the C library and CUDA's own (the image
+#                                      has CUDA 13.0); carry build-gpu/bundle
+#                                      (prints its size)
 #   experiments/gpu_check.sh           on the GPU machine, from the repository
 #                                      root: uses build-gpu/bundle when it is
 #                                      there (SKIP_BUILD=1 insists on it), else
@@ -41,16 +44,19 @@ build() {
   stage "configure + build (sm_90) in $BUILD_DIR -> $1"
   timeout 1800 bash -c "cmake -S . -B $BUILD_DIR -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
       -DTESTBED_CUDA=ON -DTESTBED_BENCHMARKS=ON &&
-    cmake --build $BUILD_DIR -j$JOBS --target gpu_test_kernels bench_attention bench_verify bench_gemm testbed" > "$1" 2>&1 || {
+    cmake --build $BUILD_DIR -j$JOBS --target gpu_test_kernels bench_attention bench_verify bench_gemm testbed \
+      testbed_cuda_module" > "$1" 2>&1 || {
     tail -30 "$1"
     echo "BUILD FAILED (see $1)"
     return 1
   }
 }
 
+# testbed links no CUDA: executor.kind = cuda loads libtestbed_cuda.so from beside
+# it (engine/cuda_module.h), so the module travels in bin/ with it.
 binaries() {
   echo $BUILD_DIR/tests/gpu_test_kernels $BUILD_DIR/kernels/bench_attention $BUILD_DIR/kernels/bench_verify \
-    $BUILD_DIR/kernels/bench_gemm $BUILD_DIR/testbed
+    $BUILD_DIR/kernels/bench_gemm $BUILD_DIR/testbed $BUILD_DIR/libtestbed_cuda.so
 }
 
 if [ "$MODE" = package ]; then
@@ -89,7 +95,11 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_6
 done
 bin() {  # bin NAME: the carried binary or the one just built
   if [ -n "$BIN" ]; then echo "$BIN/$1"; else
-    case "$1" in gpu_test_kernels) echo $BUILD_DIR/tests/$1 ;; testbed) echo $BUILD_DIR/testbed ;; *) echo $BUILD_DIR/kernels/$1 ;; esac
+    case "$1" in
+      gpu_test_kernels) echo $BUILD_DIR/tests/$1 ;;
+      testbed | libtestbed_cuda.so) echo $BUILD_DIR/$1 ;;
+      *) echo $BUILD_DIR/kernels/$1 ;;
+    esac
   fi
 }
 
@@ -106,7 +116,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max
   echo "nvidia-smi: not available" > "$LOG_DIR/device.txt"
 cat "$LOG_DIR/device.txt"
 missing=0
-for b in gpu_test_kernels bench_attention bench_verify bench_gemm testbed; do
+for b in gpu_test_kernels bench_attention bench_verify bench_gemm testbed libtestbed_cuda.so; do
   unresolved=$(ldd "$(bin $b)" 2>&1 | grep -E "not found|version .* not found" || true)
   if [ -n "$unresolved" ]; then
     echo "$b cannot resolve:"

@@ -13,6 +13,7 @@
 
 #include "engine/common/config_error.h"
 #include "engine/cpu_executor.h"
+#include "engine/cuda_module.h"
 #include "engine/model/quantize_weights.h"
 #include "engine/cuda/cuda_executor.h"
 #include "engine/sampler.h"
@@ -46,7 +47,8 @@ std::unique_ptr<Executor> make_cuda_executor(const ModelConfig& cfg, const Llama
   return std::make_unique<CudaExecutor>(cfg, weights, num_blocks, block_size, max_model_len);
 }
 
-TESTBED_REGISTER(ExecutorRegistry, "cuda", [](const ExecutorSetup& s) {
+// executor.kind = cuda, from the config (the entry point engine/cuda_module.h hands the engine).
+std::unique_ptr<Executor> make_cuda_executor(const ExecutorSetup& s) {
   const DeviceProbe p = probe_cuda_device();
   require(p.count > 0, "executor.kind",
           "cuda: no usable CUDA device (" + (p.error.empty() ? std::string("none found") : p.error) +
@@ -67,7 +69,12 @@ TESTBED_REGISTER(ExecutorRegistry, "cuda", [](const ExecutorSetup& s) {
                   "executor's W4A16 kernel cannot read them, the CPU executor can (executor.kind = cpu)");
   return make_cuda_executor(s.model, quantized_weights(s.model, std::move(w), s.block_size), s.num_blocks,
                             s.block_size, s.max_model_len);
-});
+}
+
+// The registry's "cuda" entry (engine/executor.cpp) calls these: provided when
+// this code is linked in, or when the module holding it is loaded.
+static const bool testbed_cuda_entry_points_provided =
+    provide_cuda_entry_points(CudaEntryPoints{&make_cuda_executor}, kCudaEntryAbi);
 
 CudaExecutor::CudaExecutor(const ModelConfig& cfg, const LlamaWeights& weights, int num_blocks, int block_size,
                            int max_model_len)

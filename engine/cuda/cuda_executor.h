@@ -22,4 +22,9 @@ bool cuda_device_available();
 std::unique_ptr<Executor> make_cuda_executor(const ModelConfig& cfg, const LlamaWeights& weights, int num_blocks,
                                              int block_size, int max_model_len);
 
+// executor.kind = cuda from an ExecutorSetup (weights loaded and quantized as
+// configured). Throws ConfigError naming executor.kind when the CUDA runtime
+// has no usable device. The engine reaches it through engine/cuda_module.h.
+std::unique_ptr<Executor> make_cuda_executor(const ExecutorSetup& setup);
+
 }  // namespace testbed
