@@ -105,7 +105,17 @@ void KvCacheManager::commit_new_blocks(Sequence& seq) {
   }
   if (seq.num_committed_blocks >= num_full) return;
   const std::vector<uint64_t>& hashes = seq.block_hashes(block_size_);
+  // A prefill commits tens of blocks at once: load their table slots and
+  // block records a few ahead (each is a cache miss in a large fleet).
+  constexpr int kAhead = 8;
+  for (int i = seq.num_committed_blocks; i < std::min(num_full, seq.num_committed_blocks + kAhead); ++i)
+    cached_.prefetch(hashes[i]);
   for (int i = seq.num_committed_blocks; i < num_full; ++i) {
+    if (i + kAhead < num_full) {
+      cached_.prefetch(hashes[i + kAhead]);
+      __builtin_prefetch(&blocks_[seq.block_table[i + kAhead]], 1);
+      __builtin_prefetch(&block_hash_[seq.block_table[i + kAhead]], 1);
+    }
     const uint64_t h = hashes[i];
     // Another sequence may have computed the same block meanwhile: keep the
     // first copy registered; ours stays anonymous and is reused first.

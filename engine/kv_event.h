@@ -3,6 +3,7 @@
 // llm-d's precise prefix scorer consumes vLLM's KV events.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace testbed {
@@ -19,6 +20,10 @@ class KvEventListener {
  public:
   virtual ~KvEventListener() = default;
   virtual void on_kv_event(const KvEvent& event) = 0;
+  // One step's events, in order (a listener that indexes them can overlap their cache misses).
+  virtual void on_kv_events(const KvEvent* events, size_t n) {
+    for (size_t i = 0; i < n; ++i) on_kv_event(events[i]);
+  }
 };
 
 }  // namespace testbed

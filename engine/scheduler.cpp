@@ -179,7 +179,11 @@ void Scheduler::schedule(double now, Batch& batch) {
 
 int Scheduler::schedule_running(Batch& batch, int& budget, bool decode_pass, double now) {
   int num_other = 0;
+  constexpr size_t kAhead = 6;
+  if (decode_pass)
+    for (size_t i = 0; i < std::min(kAhead, running_.size()); ++i) prefetch_sequence(running_[i].get());
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    if (decode_pass && i + kAhead < running_.size()) prefetch_sequence(running_[i + kAhead].get());
     if (scheduled_[i]) continue;
     Sequence& seq = *running_[i];
     if (decode_pass != seq.is_decoding()) {
@@ -333,7 +337,17 @@ void Scheduler::postprocess(const Batch& batch, const StepResult& result, double
   out.seqs.resize(num_items);
   SeqOutcome* outs = out.seqs.data();
   bool any_left = false;
+  // In a fleet, other instances' steps ran since this batch was scheduled, so
+  // its sequences are out of the cache: load each a few items ahead, and the
+  // end of its token vector (where this step's token goes) once it is there.
+  constexpr size_t kAhead = 6;
+  for (size_t k = 0; k < std::min(kAhead, num_items); ++k) prefetch_sequence(items[k].seq);
   for (size_t k = 0; k < num_items; ++k) {
+    if (k + kAhead < num_items) prefetch_sequence(items[k + kAhead].seq);
+    if (k + kAhead / 2 < num_items) {
+      const std::vector<int32_t>& t = items[k + kAhead / 2].seq->tokens();
+      __builtin_prefetch(t.data() + t.size(), 1);
+    }
     const ScheduledSeq& item = items[k];
     Sequence& seq = *item.seq;
     SeqOutcome o;

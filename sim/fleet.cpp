@@ -94,6 +94,9 @@ Fleet::Fleet(std::vector<FleetPool> pools, FleetOptions options) : options_(opti
     for (int k = a.initial_for(size); k < size; ++k) instances_[pool.first + k]->state = Instance::State::Off;
   }
   const int n = static_cast<int>(instances_.size());
+  for (auto& pool : pools_) pool->loads.resize(pool->spec.engines.size());
+  is_touched_.assign(n, 0);
+  for (int i = 0; i < n; ++i) touch(i);  // every load is read before the first decision
   options_.faults.validate(n);
   for (const FaultConfig::Slowdown& s : options_.faults.slowdowns()) instances_[s.instance]->slow.push_back(s);
   for (const FaultConfig::Failure& f : options_.faults.failures()) {
@@ -194,18 +197,35 @@ void Fleet::pull_next_arrival() {
   });
 }
 
-const std::vector<InstanceLoad>& Fleet::loads(const Pool& pool) {
-  const size_t n = pool.spec.engines.size();
-  loads_.resize(n);
-  for (size_t k = 0; k < n; ++k) {
-    const Engine& e = *pool.spec.engines[k];
-    loads_[k].num_waiting = e.scheduler().num_waiting();
-    loads_[k].num_running = e.scheduler().num_running() + e.num_importing();
-    loads_[k].kv_usage = e.kv_cache().usage();
-    const Instance& inst = *instances_[pool.first + static_cast<int>(k)];
-    loads_[k].available = !inst.failed && inst.state == Instance::State::Active;
+InstanceLoad Fleet::read_load(int i) const {
+  const Instance& inst = *instances_[i];
+  const Engine& e = *inst.engine;
+  InstanceLoad l;
+  l.num_waiting = e.scheduler().num_waiting();
+  l.num_running = e.scheduler().num_running() + e.num_importing();
+  l.kv_usage = e.kv_cache().usage();
+  l.available = !inst.failed && inst.state == Instance::State::Active;
+  return l;
+}
+
+const std::vector<InstanceLoad>& Fleet::loads(Pool& pool) {
+  for (int i : touched_) {
+    const Instance& inst = *instances_[i];
+    pools_[inst.pool]->loads[inst.local] = read_load(i);
+    is_touched_[i] = 0;
   }
-  return loads_;
+  touched_.clear();
+#ifndef NDEBUG
+  for (size_t k = 0; k < pool.loads.size(); ++k) {
+    const InstanceLoad fresh = read_load(pool.first + static_cast<int>(k));
+    const InstanceLoad& kept = pool.loads[k];
+    if (fresh.num_waiting != kept.num_waiting || fresh.num_running != kept.num_running ||
+        fresh.kv_usage != kept.kv_usage || fresh.available != kept.available)
+      throw std::logic_error("Fleet::loads: instance " + std::to_string(pool.first + static_cast<int>(k)) +
+                             " changed without touch()");
+  }
+#endif
+  return pool.loads;
 }
 
 void Fleet::arrive(Request request, double now, bool restart) {
@@ -282,6 +302,7 @@ void Fleet::place(Request request, double now) {
   log(RequestEvent::Kind::Route, now, request.id, target);
   ++routed_[target];
   const int64_t id = request.id;
+  touch(target);
   if (!instances_[target]->engine->add_request(std::move(request), now)) {  // can never run (trace.on_invalid = reject)
     log(RequestEvent::Kind::Cancel, now, id, target);
     ++rejected_;
@@ -293,6 +314,7 @@ void Fleet::place(Request request, double now) {
 void Fleet::fail(int i, double now) {
   Instance& inst = *instances_[i];
   if (inst.failed) return;
+  touch(i);
   inst.failed = true;
   ++inst.generation;  // the step in flight never ends
   inst.busy = false;
@@ -336,6 +358,7 @@ void Fleet::kick(int i, double now) {
 }
 
 void Fleet::start_step(int i, double now) {
+  touch(i);
   Instance& inst = *instances_[i];
   Engine& engine = *inst.engine;
   engine.begin_step(now, inst.plan);
@@ -362,6 +385,7 @@ void Fleet::start_step(int i, double now) {
 }
 
 void Fleet::end_step(int i, double end) {
+  touch(i);
   Instance& inst = *instances_[i];
   StepOutcome& out = inst.outcome;
   inst.engine->end_step(inst.plan, inst.result, end, out);
@@ -426,6 +450,7 @@ void Fleet::dispatch_handoffs(Pool& pool, double now) {
     if (options_.sink) options_.sink->on_cancel(it->from, seq, now, CancelReason::Deadline);
     log(RequestEvent::Kind::Cancel, now, seq.id(), it->from);
     ++cancelled_;
+    touch(it->from);
     instances_[it->from]->engine->release_export(seq.id());
     kick(it->from, now);
     it = pool.waiting.erase(it);
@@ -450,6 +475,7 @@ void Fleet::dispatch_handoffs(Pool& pool, double now) {
 
 bool Fleet::try_import(Pool& pool, int local, PendingHandOff& p, double now) {
   const int to = pool.first + local;
+  touch(to);
   Engine& receiver = *instances_[to]->engine;
   const int64_t id = p.h.kv.seq_id;
   const int num_tokens = p.h.kv.num_tokens, block_size = p.h.kv.block_size;
@@ -477,6 +503,8 @@ bool Fleet::try_import(Pool& pool, int local, PendingHandOff& p, double now) {
 
 void Fleet::transfer_done(int from, int to, int64_t seq_id, double now) {
   log(RequestEvent::Kind::TransferDone, now, seq_id, to);  // the KV has landed; both copies still held
+  touch(to);
+  touch(from);
   instances_[to]->engine->end_import(seq_id, now);
   instances_[from]->engine->release_export(seq_id);
   kick(to, now);

@@ -151,7 +151,19 @@ class Fleet {
   void transfer_done(int from, int to, int64_t seq_id, double now);
   void sample(double now);
   void log(RequestEvent::Kind kind, double t, int64_t request, int instance, int64_t bytes = 0);
-  const std::vector<InstanceLoad>& loads(const Pool& pool);
+  // The loads a pool's router reads. They are kept per pool and refreshed only
+  // for the instances touched since the last decision, so a decision costs
+  // what changed, not the fleet's size (debug builds check them against a
+  // fresh reading every time).
+  const std::vector<InstanceLoad>& loads(Pool& pool);
+  // Instance i's engine or state may have changed: its load is read again before the next decision.
+  void touch(int i) {
+    if (!is_touched_[i]) {
+      is_touched_[i] = 1;
+      touched_.push_back(i);
+    }
+  }
+  InstanceLoad read_load(int i) const;
 
   std::vector<std::unique_ptr<Pool>> pools_;
   std::vector<std::unique_ptr<Instance>> instances_;
@@ -170,7 +182,8 @@ class Fleet {
   double last_arrival_ = 0.0;
   bool source_done_ = false;
   std::vector<int64_t> routed_;
-  std::vector<InstanceLoad> loads_;
+  std::vector<int> touched_;       // instances whose loads are stale (touch)
+  std::vector<char> is_touched_;
   KvImport import_plan_;
 };
 

@@ -126,6 +126,7 @@ void Fleet::scale_up(Pool& pool, int n, double now) {
   for (int k = 0; k < size && n > 0; ++k) {
     Instance& inst = *instances_[pool.first + k];
     if (!inst.failed && inst.state == Instance::State::Draining) {
+      touch(pool.first + k);
       inst.state = Instance::State::Active;
       log(RequestEvent::Kind::ReplicaReady, now, -1, pool.first + k);
       --n;
@@ -134,8 +135,9 @@ void Fleet::scale_up(Pool& pool, int n, double now) {
   for (int k = 0; k < size && n > 0; ++k) {
     Instance& inst = *instances_[pool.first + k];
     if (inst.failed || inst.state != Instance::State::Off) continue;
-    inst.state = Instance::State::Starting;
     const int i = pool.first + k;
+    touch(i);
+    inst.state = Instance::State::Starting;
     log(RequestEvent::Kind::ReplicaStart, now, -1, i);
     loop_.at(now + pool.spec.startup_s, kRankTransfer, [this, i, token = ++inst.starts](double t) {
       if (instances_[i]->starts == token) start_replica(i, t);
@@ -147,6 +149,7 @@ void Fleet::scale_up(Pool& pool, int n, double now) {
 void Fleet::start_replica(int i, double now) {
   Instance& inst = *instances_[i];
   if (inst.failed || inst.state != Instance::State::Starting) return;
+  touch(i);
   inst.state = Instance::State::Active;
   log(RequestEvent::Kind::ReplicaReady, now, -1, i);
   kick(i, now);
@@ -158,6 +161,7 @@ void Fleet::scale_down(Pool& pool, int n, double now) {
   for (int k = size - 1; k >= 0 && n > 0; --k) {
     Instance& inst = *instances_[pool.first + k];
     if (!inst.failed && inst.state == Instance::State::Starting) {
+      touch(pool.first + k);
       inst.state = Instance::State::Off;
       log(RequestEvent::Kind::ReplicaOff, now, -1, pool.first + k);
       --n;
@@ -173,6 +177,7 @@ void Fleet::scale_down(Pool& pool, int n, double now) {
     }
     if (best < 0) return;
     const int i = pool.first + best;
+    touch(i);
     instances_[i]->state = Instance::State::Draining;
     log(RequestEvent::Kind::ReplicaDrain, now, -1, i);
     if (!instances_[i]->busy && !instances_[i]->engine->has_unfinished()) turn_off(i, now);
@@ -182,6 +187,7 @@ void Fleet::scale_down(Pool& pool, int n, double now) {
 
 void Fleet::turn_off(int i, double now) {
   Instance& inst = *instances_[i];
+  touch(i);
   inst.state = Instance::State::Off;
   log(RequestEvent::Kind::ReplicaOff, now, -1, i);
   inst.engine->clear_prefix_cache();  // a replica started later comes up cold

@@ -52,6 +52,7 @@ struct Fleet::Pool {
   std::deque<double> arrivals;                    // times, within the window
   std::deque<std::pair<double, double>> ttfts;    // (first token time, TTFT), within the window
   std::deque<std::pair<double, int>> recommendations;  // (time, desired), within autoscale.cooldown_s
+  std::vector<InstanceLoad> loads;  // what its router reads (Fleet::loads)
 };
 
 // Hands one instance's KV events to its pool's router, tagged with its index
@@ -60,6 +61,12 @@ class Fleet::EventForwarder : public KvEventListener {
  public:
   EventForwarder(Fleet& fleet, Router& router, int local) : fleet_(fleet), router_(router), local_(local) {}
   void on_kv_event(const KvEvent& e) override { fleet_.forward_kv_event(router_, local_, e); }
+  void on_kv_events(const KvEvent* events, size_t n) override {
+    if (fleet_.options_.faults.kv_event_delay_s > 0)
+      for (size_t i = 0; i < n; ++i) fleet_.forward_kv_event(router_, local_, events[i]);
+    else
+      router_.on_kv_events(local_, events, n);
+  }
 
  private:
   Fleet& fleet_;

@@ -53,6 +53,16 @@ void PrefixIndex::apply(int instance, const KvEvent& e) {
   }
 }
 
+void PrefixIndex::apply(int instance, const KvEvent* events, size_t n) {
+  const FlatHashMap64<uint64_t>& g = groups_[instance >> kGroupShift];
+  constexpr size_t kAhead = 8;
+  for (size_t i = 0; i < std::min(kAhead, n); ++i) g.prefetch(events[i].block_hash);
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) g.prefetch(events[i + kAhead].block_hash);
+    apply(instance, events[i]);
+  }
+}
+
 void PrefixIndex::match(const std::vector<uint64_t>& hashes, std::vector<int>& out) const {
   out.assign(num_instances_, 0);
   constexpr size_t kAhead = 8;  // overlap the table's cache misses (see FlatHashMap64::prefetch)
@@ -76,14 +86,19 @@ void PrefixIndex::match(const std::vector<uint64_t>& hashes, std::vector<int>& o
     return;
   }
   // Groups of 64: only those where some instance still matches are asked about the next block.
+  // A group still matching at block k is asked about block k + kGroupAhead
+  // ahead of time (the chains of a shared prefix run on in the same groups).
+  constexpr size_t kGroupAhead = 4;
   alive_.clear();
-  for (size_t g = 0; g < groups_.size(); ++g)
+  for (size_t g = 0; g < groups_.size(); ++g) {
     alive_.emplace_back(static_cast<int>(g), first_n(num_instances_ - static_cast<int>(g) * kInstancesPerGroup));
+    for (size_t k = 0; k < std::min(kGroupAhead, hashes.size()); ++k) groups_[g].prefetch(hashes[k]);
+  }
   size_t k = 0;
   for (; k < hashes.size(); ++k) {
     next_.clear();
     for (const auto& [g, w] : alive_) {
-      if (k + 1 < hashes.size()) groups_[g].prefetch(hashes[k + 1]);
+      if (k + kGroupAhead < hashes.size()) groups_[g].prefetch(hashes[k + kGroupAhead]);
       const uint64_t* holders = groups_[g].find(hashes[k]);
       const uint64_t now = holders ? (w & *holders) : 0;
       record(g, w & ~now, k);

@@ -33,6 +33,8 @@ class PrefixIndex {
   void remove(uint64_t hash, int instance);
   void clear_instance(int instance);
   void apply(int instance, const KvEvent& event);
+  // Events in order, their table slots loaded a few events ahead.
+  void apply(int instance, const KvEvent* events, size_t n);
   // Longest run of leading `hashes` each instance holds, in blocks; out[i] for instance i.
   void match(const std::vector<uint64_t>& hashes, std::vector<int>& out) const;
   // Entries: (block, group) pairs held by some instance.

@@ -43,6 +43,10 @@ class Router {
   virtual bool needs_block_hashes() const { return false; }
   virtual bool wants_kv_events() const { return false; }
   virtual void on_kv_event(int /*instance*/, const KvEvent& /*event*/) {}
+  // One step's events of one instance, in order.
+  virtual void on_kv_events(int instance, const KvEvent* events, size_t n) {
+    for (size_t i = 0; i < n; ++i) on_kv_event(instance, events[i]);
+  }
   // The router's view of which instance caches which block, if it keeps one (tests, diagnostics).
   virtual const PrefixIndex* prefix_index() const { return nullptr; }
 };
@@ -65,5 +69,10 @@ std::unique_ptr<Router> make_router(const RouterChoice& choice, const RouterSetu
 // the lowest id at or after `start`, so equal instances share the work in
 // turn; -1 when none is available.
 int least_loaded_instance(const std::vector<InstanceLoad>& loads, int start = 0);
+// The prefix routers' choice: among the instances whose `matched` blocks are
+// the most, the least loaded (least_loaded_instance's order from `start`);
+// only when none of them is available, the least running among the rest.
+// -1 when no instance is available.
+int longest_match_least_loaded(const std::vector<InstanceLoad>& loads, const std::vector<int>& matched, int start);
 
 }  // namespace testbed

@@ -27,12 +27,7 @@ class PrefixApproxRouter : public Router {
   bool needs_block_hashes() const override { return true; }
   int route(const RoutingContext& ctx) override {
     routed_.index().match(ctx.block_hashes, matched_);
-    int best_match = 0;
-    for (int m : matched_) best_match = std::max(best_match, m);
-    candidates_ = ctx.loads;  // a member: no allocation per decision
-    for (int i = 0; i < n_; ++i)
-      if (matched_[i] != best_match) candidates_[i].num_waiting = 1 << 30;
-    const int chosen = least_loaded_instance(candidates_, next_++ % n_);
+    const int chosen = longest_match_least_loaded(ctx.loads, matched_, static_cast<int>(next_++ % static_cast<uint64_t>(n_)));
     routed_.record(chosen, ctx.block_hashes);
     return chosen;
   }
@@ -41,7 +36,6 @@ class PrefixApproxRouter : public Router {
   int n_;
   RoutedBlocksLru routed_;
   std::vector<int> matched_;
-  std::vector<InstanceLoad> candidates_;
   uint64_t next_ = 0;
 };
 

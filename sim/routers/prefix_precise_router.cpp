@@ -15,24 +15,19 @@ class PrefixPreciseRouter : public Router {
       : n_(n), index_(n, static_cast<size_t>(n) * blocks_per_instance) {}
   bool wants_kv_events() const override { return true; }
   void on_kv_event(int instance, const KvEvent& e) override { index_.apply(instance, e); }
+  void on_kv_events(int instance, const KvEvent* events, size_t n) override { index_.apply(instance, events, n); }
 
   bool needs_block_hashes() const override { return true; }
   const PrefixIndex* prefix_index() const override { return &index_; }
   int route(const RoutingContext& ctx) override {
     index_.match(ctx.block_hashes, matched_);
-    int best_match = 0;
-    for (int m : matched_) best_match = std::max(best_match, m);
-    candidates_ = ctx.loads;  // a member: no allocation per decision
-    for (int i = 0; i < n_; ++i)
-      if (matched_[i] != best_match) candidates_[i].num_waiting = 1 << 30;  // out of the running
-    return least_loaded_instance(candidates_, next_++ % n_);
+    return longest_match_least_loaded(ctx.loads, matched_, static_cast<int>(next_++ % static_cast<uint64_t>(n_)));
   }
 
  private:
   int n_;
   PrefixIndex index_;
   std::vector<int> matched_;
-  std::vector<InstanceLoad> candidates_;
   uint64_t next_ = 0;
 };
 

@@ -31,6 +31,7 @@ class WeightedRouter : public Router {
       : n_(n), c_(c), index_(n, static_cast<size_t>(n) * blocks_per_instance) {}
   bool wants_kv_events() const override { return true; }
   void on_kv_event(int instance, const KvEvent& e) override { index_.apply(instance, e); }
+  void on_kv_events(int instance, const KvEvent* events, size_t n) override { index_.apply(instance, events, n); }
 
   bool needs_block_hashes() const override { return true; }
   int route(const RoutingContext& ctx) override {
