@@ -8,12 +8,15 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "engine/common/config_error.h"
 #include "engine/common/option_table.h"
 #include "traces/arrivals.h"
 #include "traces/random_tokens.h"
 #include "traces/trace_format.h"
+#include "traces/trace_profile.h"
 #include "traces/workload.h"
 
 namespace testbed {
@@ -86,11 +89,15 @@ bool read_line(std::istream& in, std::string& line) {
 
 class TraceSource : public RequestSource {
  public:
-  TraceSource(const TraceParams& p, const WorkloadConfig& c, const WorkloadContext& ctx)
-      : p_(p), c_(c), ctx_(ctx), path_(p.path), priorities_(c) {
+  // lengths_only: requests carry their lengths and arrivals but no prompt
+  // tokens (read_trace_profile: a generator draws from the trace's
+  // distributions); path_key names the key that gave the file in errors.
+  TraceSource(const TraceParams& p, const WorkloadConfig& c, const WorkloadContext& ctx, bool lengths_only = false,
+              std::string path_key = "trace.path")
+      : p_(p), c_(c), ctx_(ctx), path_(p.path), path_key_(std::move(path_key)), priorities_(c), lengths_only_(lengths_only) {
     namespace fs = std::filesystem;
     std::error_code ec;  // the non-throwing overload: a path too long to stat is an error here, not a filesystem_error
-    require(fs::is_regular_file(path_, ec), "trace.path", "cannot open trace file '" + path_ + "'");
+    require(fs::is_regular_file(path_, ec), path_key_, "cannot open trace file '" + path_ + "'");
     TraceFormatContext fc;
     fc.content_seed = mix_seed(c.seed, 0x7472616365ULL);  // "trace"
     fc.vocab_size = ctx.vocab_size;
@@ -103,7 +110,7 @@ class TraceSource : public RequestSource {
       system_prompt_.push_back(static_cast<int32_t>(prefix_rng.below(ctx.vocab_size)));
     const int64_t num_lines = count_nonblank_lines();
     in_.open(path_);
-    require(static_cast<bool>(in_), "trace.path", "cannot open trace file '" + path_ + "'");
+    require(static_cast<bool>(in_), path_key_, "cannot open trace file '" + path_ + "'");
     read_header();
     const int64_t num_rows = num_lines - (has_header_ ? 1 : 0);
     if (num_rows <= 0) throw ConfigError(path_ + ": no requests in the trace (trace.path)");
@@ -150,7 +157,7 @@ class TraceSource : public RequestSource {
 
   int64_t count_nonblank_lines() const {
     std::ifstream in(path_);
-    require(static_cast<bool>(in), "trace.path", "cannot open trace file '" + path_ + "'");
+    require(static_cast<bool>(in), path_key_, "cannot open trace file '" + path_ + "'");
     std::string line;
     int64_t n = 0;
     while (read_line(in, line)) n += is_blank(line) ? 0 : 1;
@@ -193,6 +200,10 @@ class TraceSource : public RequestSource {
       fail("timestamp " + std::to_string(row.timestamp_s) + " s is too far from the first row's " +
            std::to_string(first_timestamp_s_) + " s (the arrival time is not finite)");
     r.max_output_tokens = keep_output ? static_cast<int>(row.output_tokens) : p_.output_tokens;
+    if (lengths_only_) {
+      r.prompt.resize(static_cast<size_t>(row.input_tokens));  // zeros: only the length is read
+      return r;
+    }
     // Room for the output too: the engine appends generated tokens to the prompt.
     r.prompt.reserve(static_cast<size_t>(row.input_tokens) + static_cast<size_t>(r.max_output_tokens));
     format_->fill_prompt(row, r.id, r.prompt);
@@ -208,6 +219,7 @@ class TraceSource : public RequestSource {
   WorkloadConfig c_;
   WorkloadContext ctx_;
   std::string path_;
+  std::string path_key_;
   std::unique_ptr<TraceFormat> format_;
   std::vector<int32_t> system_prompt_;
   std::unique_ptr<ArrivalProcess> arrivals_;
@@ -219,6 +231,7 @@ class TraceSource : public RequestSource {
   int64_t next_id_ = 0;
   int64_t rows_skipped_ = 0;
   int64_t size_hint_ = -1;
+  bool lengths_only_ = false;
   double first_timestamp_s_ = 0.0, last_timestamp_s_ = 0.0;
 };
 
@@ -227,4 +240,25 @@ TESTBED_REGISTER(WorkloadRegistry, "trace", [](const TraceParams& p, const Workl
 });
 
 }  // namespace
+
+TraceProfile read_trace_profile(const std::string& path, const std::string& format, const std::string& path_key) {
+  TraceParams p;
+  p.path = path;
+  p.format.name = format;
+  p.format.validate();
+  WorkloadConfig c;
+  TraceSource source(p, c, WorkloadContext{}, /*lengths_only=*/true, path_key);
+  TraceProfile out;
+  out.path = path;
+  double last_s = 0.0;
+  while (std::optional<Request> r = source.next()) {
+    out.input_tokens.push_back(static_cast<int32_t>(r->prompt.size()));
+    out.output_tokens.push_back(r->max_output_tokens);
+    if (r->id > 0) out.gaps_s.push_back(r->arrival_s - last_s);
+    last_s = r->arrival_s;
+  }
+  out.span_s = last_s;
+  return out;
+}
+
 }  // namespace testbed

@@ -15,7 +15,7 @@ void WorkloadConfig::bind(OptionTable& t) {
   kind.bind(t);
   t.add("workload.num_requests", &num_requests, "requests to generate (generators)");
   t.add("workload.rate", &rate, "arrivals per second (0: all at t=0)");
-  t.add("workload.arrival", &arrival, "poisson | gamma | constant");
+  t.add("workload.arrival", &arrival, "poisson | gamma | constant | trace (mix: workload.profile_trace's gaps)");
   t.add("workload.burstiness", &burstiness, "gamma shape (1 = Poisson, < 1 burstier)");
   t.add("workload.output_tokens", &output_tokens, "output tokens per request");
   t.add("workload.num_priorities", &num_priorities, "priority classes drawn uniformly per request (1: all priority 0)");
@@ -36,8 +36,11 @@ void WorkloadConfig::validate() const {
   kind.validate();
   require(num_requests > 0, "workload.num_requests", "must be positive");
   require(rate >= 0, "workload.rate", "must be >= 0 (0 = all at t=0)");
-  require(arrival == "poisson" || arrival == "gamma" || arrival == "constant", "workload.arrival",
-          "unknown arrival process '" + arrival + "' (known: constant, gamma, poisson)");
+  require(arrival == "poisson" || arrival == "gamma" || arrival == "constant" || arrival == "trace", "workload.arrival",
+          "unknown arrival process '" + arrival + "' (known: constant, gamma, poisson, trace)");
+  require(arrival != "trace" || kind.name == "mix", "workload.arrival",
+          "trace replays workload.profile_trace's gaps, which only workload.kind = mix reads (workload.kind = " +
+              kind.name + "; a replayed trace keeps its own timestamps with trace.arrivals = trace)");
   require(burstiness > 0, "workload.burstiness", "must be positive");
   require(output_tokens > 0, "workload.output_tokens", "must be positive");
   require(num_priorities >= 1, "workload.num_priorities", "must be >= 1");

@@ -51,7 +51,7 @@ struct WorkloadConfig {
   Choice<WorkloadRegistry> kind{"workload.kind", "shared_prefix", "request source"};
   int64_t num_requests = 100;
   double rate = 1.0;                // requests per second; 0 = everything at t = 0
-  std::string arrival = "poisson";  // poisson | gamma | constant
+  std::string arrival = "poisson";  // poisson | gamma | constant | trace (mix only: its profile's gaps)
   double burstiness = 1.0;          // gamma shape k: CV^2 = 1/k (1 = Poisson, < 1 burstier)
   int output_tokens = 200;
   int num_priorities = 1;           // > 1: each request draws a priority in [0, n) (scheduler.policy = priority)

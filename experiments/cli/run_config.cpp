@@ -271,6 +271,16 @@ std::vector<std::string> unused_settings(const RunConfig& config, OptionTable& t
   } else if (w.arrival != "gamma") {
     unused("workload.burstiness", "it shapes gamma arrivals, and workload.arrival is " + w.arrival);
   }
+  if (w.kind.name == "mix") {
+    const bool profiled = !table.value("workload.profile_trace").empty();
+    if (profiled)
+      unused("workload.output_tokens", "the rows of workload.profile_trace give the output lengths");
+    else
+      unused("workload.profile_format", "workload.profile_trace is not set");
+    if (std::stod(table.value("workload.share_chat")) == 0)
+      for (const char* key : {"workload.turns", "workload.turn_gap_s"})
+        unused(key, "workload.share_chat is 0 (no conversations)");
+  }
   if (!config.spec.enabled())
     for (const char* key : {"spec.num_tokens", "spec.max_batch_size", "spec.verify", "spec.acceptance"})
       unused(key, "spec.method is none (no speculative decoding)");

@@ -76,6 +76,28 @@ TEST_CASE("keys the run will not use warn once each and are recorded in /run", "
   CHECK(run["warnings"].text.empty());
 }
 
+TEST_CASE("mix names the keys its profile and shares leave unused", "[cli][warnings]") {
+  const fs::path dir = scratch("mix_unused");
+  const fs::path ini = write_config(dir);  // it sets workload.output_tokens = 6
+  const std::string profile = (dir / "profile.csv").string();
+  std::ofstream(profile) << "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,37,4\n"
+                            "2023-11-16 18:15:50.9951690,39,10\n";
+  const Outcome o = run_cli("run " + ini.string() + " --workload.kind=mix --workload.profile_trace=" + profile +
+                            " --workload.share_chat=0 --workload.turns=7 --cache.num_blocks=4096"
+                            " --output " + (dir / "out").string());
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  CHECK(count(o.output, "testbed: warning: workload.output_tokens: not used: the rows of workload.profile_trace give "
+                        "the output lengths") == 1);
+  CHECK(count(o.output, "testbed: warning: workload.turns: not used: workload.share_chat is 0 (no conversations)") == 1);
+  const Outcome plain = run_cli("run " + ini.string() + " --workload.kind=mix --workload.profile_format=burstgpt"
+                                " --output " + (dir / "plain").string());
+  INFO(plain.output);
+  REQUIRE(plain.status == 0);
+  CHECK(count(plain.output, "testbed: warning: workload.profile_format: not used: workload.profile_trace is not set") == 1);
+  CHECK(plain.output.find("workload.output_tokens: not used") == std::string::npos);
+}
+
 TEST_CASE("a resolved config.ini reruns without warnings", "[cli][warnings]") {
   // It states every key, the candidates not chosen included: at their defaults they are no surprise.
   const fs::path dir = scratch("resolved");
