@@ -122,6 +122,7 @@ void KvCacheManager::commit_new_blocks(Sequence& seq) {
     if (cached_.contains(h)) continue;
     Block& block = blocks_[seq.block_table[i]];
     block.has_hash = true;
+    block.first_block = i == 0;
     block_hash_[seq.block_table[i]] = h;
     cached_[h] = seq.block_table[i];
     KvEvent ev;
@@ -129,6 +130,7 @@ void KvCacheManager::commit_new_blocks(Sequence& seq) {
     ev.block_hash = h;
     ev.parent_hash = i == 0 ? root_block_hash(seq.request().cache_salt) : hashes[i - 1];
     ev.num_tokens = block_size_;
+    ev.first_block = i == 0;
     publish(ev);
   }
   seq.num_committed_blocks = num_full;
@@ -264,6 +266,7 @@ void KvCacheManager::evict(int b) {
   KvEvent ev;
   ev.kind = KvEvent::Kind::BlockRemoved;
   ev.block_hash = block_hash_[b];
+  ev.first_block = block.first_block;
   publish(ev);
 }
 

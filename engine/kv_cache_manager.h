@@ -158,6 +158,7 @@ class KvCacheManager {
     int32_t prev = -1, next = -1;  // free list links
     bool has_hash = false;
     bool in_free_list = false;
+    bool first_block = false;  // registered as its chain's first block (KvEvent::first_block)
   };
 
   void commit_new_blocks(Sequence& seq);

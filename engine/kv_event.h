@@ -14,6 +14,10 @@ struct KvEvent {
   uint64_t block_hash = 0;   // BlockStored / BlockRemoved
   uint64_t parent_hash = 0;  // BlockStored: hash of the previous block (root hash for the first)
   int32_t num_tokens = 0;    // BlockStored: tokens in the block
+  // BlockStored / BlockRemoved: the block opens its chain (its parent is the
+  // root; vLLM's parent_block_hash = None). A block hash is first or not
+  // whoever holds it; the routers' index finds a prompt's holders by it.
+  bool first_block = false;
 };
 
 class KvEventListener {

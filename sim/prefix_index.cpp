@@ -16,6 +16,7 @@ PrefixIndex::PrefixIndex(int num_instances, size_t expected_blocks) : num_instan
   const int groups = (std::max(num_instances, 1) + kInstancesPerGroup - 1) / kInstancesPerGroup;
   groups_.reserve(groups);
   for (int g = 0; g < groups; ++g) groups_.emplace_back(groups == 1 ? expected_blocks : expected_blocks / groups + 16);
+  track_first_ = groups > 1 && groups <= 64;
 }
 
 size_t PrefixIndex::size() const {
@@ -24,31 +25,50 @@ size_t PrefixIndex::size() const {
   return n;
 }
 
-void PrefixIndex::add(uint64_t hash, int instance) { groups_[instance >> kGroupShift][hash] |= bit_of(instance); }
+void PrefixIndex::add(uint64_t hash, int instance, bool first_block) {
+  const int group = instance >> kGroupShift;
+  uint64_t& w = groups_[group][hash];
+  if (w == 0 && first_block && track_first_) first_[hash] |= uint64_t{1} << group;  // the group holds it now
+  w |= bit_of(instance);
+}
 
-void PrefixIndex::remove(uint64_t hash, int instance) {
-  FlatHashMap64<uint64_t>& g = groups_[instance >> kGroupShift];
+void PrefixIndex::forget_first(uint64_t hash, int group) {
+  uint64_t* groups = first_.find(hash);
+  if (!groups) return;
+  *groups &= ~(uint64_t{1} << group);
+  if (*groups == 0) first_.erase(hash);
+}
+
+void PrefixIndex::remove(uint64_t hash, int instance, bool first_block) {
+  const int group = instance >> kGroupShift;
+  FlatHashMap64<uint64_t>& g = groups_[group];
   uint64_t* w = g.find(hash);
   if (!w) return;
   *w &= ~bit_of(instance);
-  if (*w == 0) g.erase(hash);
+  if (*w != 0) return;
+  g.erase(hash);
+  if (first_block && track_first_) forget_first(hash, group);  // no instance of the group holds it any more
 }
 
 void PrefixIndex::clear_instance(int instance) {
-  FlatHashMap64<uint64_t>& g = groups_[instance >> kGroupShift];
+  const int group = instance >> kGroupShift;
+  FlatHashMap64<uint64_t>& g = groups_[group];
   const uint64_t bit = bit_of(instance);
   std::vector<uint64_t> emptied;
   g.for_each([&](uint64_t hash, uint64_t& w) {
     w &= ~bit;
     if (w == 0) emptied.push_back(hash);
   });
-  for (uint64_t h : emptied) g.erase(h);
+  for (uint64_t h : emptied) {
+    g.erase(h);
+    if (track_first_) forget_first(h, group);  // rare (a failure, a replica off): every emptied hash is checked
+  }
 }
 
 void PrefixIndex::apply(int instance, const KvEvent& e) {
   switch (e.kind) {
-    case KvEvent::Kind::BlockStored: add(e.block_hash, instance); break;
-    case KvEvent::Kind::BlockRemoved: remove(e.block_hash, instance); break;
+    case KvEvent::Kind::BlockStored: add(e.block_hash, instance, e.first_block); break;
+    case KvEvent::Kind::BlockRemoved: remove(e.block_hash, instance, e.first_block); break;
     case KvEvent::Kind::AllCleared: clear_instance(instance); break;
   }
 }
@@ -86,23 +106,33 @@ void PrefixIndex::match(const std::vector<uint64_t>& hashes, std::vector<int>& o
     return;
   }
   // Groups of 64: only those where some instance still matches are asked about the next block.
-  // A group still matching at block k is asked about block k + kGroupAhead
-  // ahead of time (the chains of a shared prefix run on in the same groups).
+  // The groups holding the first block are asked about it; a group still
+  // matching is asked about the blocks kGroupAhead ahead of time (a shared
+  // prefix's chain runs on in the same groups).
   constexpr size_t kGroupAhead = 4;
   alive_.clear();
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    alive_.emplace_back(static_cast<int>(g), first_n(num_instances_ - static_cast<int>(g) * kInstancesPerGroup));
-    for (size_t k = 0; k < std::min(kGroupAhead, hashes.size()); ++k) groups_[g].prefetch(hashes[k]);
+  if (hashes.empty()) return;
+  const auto start = [&](int g) {
+    alive_.emplace_back(g, first_n(num_instances_ - g * kInstancesPerGroup));
+    groups_[g].prefetch(hashes[0]);
+  };
+  if (track_first_) {
+    const uint64_t* holding = first_.find(hashes[0]);
+    for (uint64_t m = holding ? *holding : 0; m; m &= m - 1) start(__builtin_ctzll(m));
+  } else {
+    for (size_t g = 0; g < groups_.size(); ++g) start(static_cast<int>(g));
   }
   size_t k = 0;
   for (; k < hashes.size(); ++k) {
     next_.clear();
     for (const auto& [g, w] : alive_) {
-      if (k + kGroupAhead < hashes.size()) groups_[g].prefetch(hashes[k + kGroupAhead]);
       const uint64_t* holders = groups_[g].find(hashes[k]);
       const uint64_t now = holders ? (w & *holders) : 0;
       record(g, w & ~now, k);
-      if (now) next_.emplace_back(g, now);
+      if (!now) continue;
+      next_.emplace_back(g, now);
+      for (size_t a = k == 0 ? 1 : k + kGroupAhead; a <= k + kGroupAhead && a < hashes.size(); ++a)
+        groups_[g].prefetch(hashes[a]);
     }
     alive_.swap(next_);
     if (alive_.empty()) return;
@@ -148,20 +178,23 @@ void RoutedBlocksLru::record(int instance, const std::vector<uint64_t>& hashes) 
       n = static_cast<int32_t>(lru.nodes.size());
       lru.nodes.push_back(Node{});
     }
+    const bool first = rit + 1 == hashes.rend();  // hashes[0]: the chain's first block
     lru.nodes[n].hash = h;
+    lru.nodes[n].first_block = first;
     push_front(lru, n);
     lru.where[h] = n;
     ++lru.size;
-    index_.add(h, instance);
+    index_.add(h, instance, first);
   }
   while (lru.size > capacity_) {
     const int32_t old = lru.tail;
     const uint64_t h = lru.nodes[old].hash;
+    const bool first = lru.nodes[old].first_block;
     unlink(lru, old);
     lru.where.erase(h);
     lru.spare.push_back(old);
     --lru.size;
-    index_.remove(h, instance);
+    index_.remove(h, instance, first);
   }
 }
 

@@ -22,15 +22,20 @@ namespace testbed {
 // Instances come in groups of 64 (sim/instance_set.h), each with its own
 // table hash -> word of holders: a block costs one 16-byte entry per group
 // that holds it, and a match looks a block up only in the groups where the
-// chain is still alive, so its cost does not grow with the fleet (after the
-// first block, which every group is asked about). A fleet of up to 64
-// instances is one group: the table, and every routing decision, as before.
+// chain is still alive. Which groups hold a chain's first block is kept apart
+// (first block -> word of groups, up to 64 groups: 4,096 instances), so a
+// match asks only those groups about it, and a prompt nobody holds costs one
+// lookup: no part of a decision's index work grows with the fleet. Beyond
+// 4,096 instances every group is asked about the first block. A fleet of up
+// to 64 instances is one group: the table, and every routing decision, as before.
 class PrefixIndex {
  public:
   // `expected_blocks`: entries to size the tables for up front (growth rehashes one).
   explicit PrefixIndex(int num_instances, size_t expected_blocks = 16);
-  void add(uint64_t hash, int instance);
-  void remove(uint64_t hash, int instance);
+  // `first_block`: the hash opens its chain (KvEvent::first_block); a hash
+  // must be stored and removed with the same flag.
+  void add(uint64_t hash, int instance, bool first_block);
+  void remove(uint64_t hash, int instance, bool first_block);
   void clear_instance(int instance);
   void apply(int instance, const KvEvent& event);
   // Events in order, their table slots loaded a few events ahead.
@@ -50,6 +55,9 @@ class PrefixIndex {
  private:
   int num_instances_;
   std::vector<FlatHashMap64<uint64_t>> groups_;
+  bool track_first_ = false;  // 2 to 64 groups: first_ is kept
+  FlatHashMap64<uint64_t> first_;  // a chain's first block -> word of the groups holding it
+  void forget_first(uint64_t hash, int group);
   mutable std::vector<std::pair<int, uint64_t>> alive_, next_;  // match()'s scratch: (group, still matching)
 };
 
@@ -69,6 +77,7 @@ class RoutedBlocksLru {
   struct Node {
     uint64_t hash;
     int32_t prev, next;
+    bool first_block;
   };
   struct Lru {
     std::vector<Node> nodes;

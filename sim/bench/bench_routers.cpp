@@ -58,7 +58,8 @@ std::unique_ptr<Router> warmed_router(const std::string& type, int instances, co
   for (int p = 0; p < kPrompts; ++p) {
     const int home = p % instances;
     if (r->wants_kv_events())
-      for (uint64_t h : s.hashes[p]) r->on_kv_event(home, KvEvent{KvEvent::Kind::BlockStored, h, 0, 16});
+      for (size_t b = 0; b < s.hashes[p].size(); ++b)
+        r->on_kv_event(home, KvEvent{KvEvent::Kind::BlockStored, s.hashes[p][b], 0, 16, b == 0});
     r->route(RoutingContext{req, s.hashes[p], loads});  // approximate routers learn by routing
   }
   return r;

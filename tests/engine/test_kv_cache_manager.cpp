@@ -25,8 +25,12 @@ class EventLedger {
   void on_kv_event(const KvEvent& e) {
     if (e.kind == KvEvent::Kind::BlockStored) {
       if (!stored_.insert(e.block_hash).second) ++errors_;
+      // A chain's first block, and only it, hangs from the root (these tests use no cache salt).
+      if (e.first_block != (e.parent_hash == root_block_hash(0))) ++errors_;
+      first_[e.block_hash] = e.first_block;
     } else if (e.kind == KvEvent::Kind::BlockRemoved) {
       if (stored_.erase(e.block_hash) != 1) ++errors_;
+      if (first_[e.block_hash] != e.first_block) ++errors_;  // removed as what it was stored as
     } else {
       stored_.clear();
     }
@@ -43,6 +47,7 @@ class EventLedger {
  private:
   KvCacheManager& kv_;
   std::set<uint64_t> stored_;
+  std::map<uint64_t, bool> first_;  // every hash ever stored: whether it opens its chain
   int errors_ = 0;
 };
 

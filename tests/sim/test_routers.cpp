@@ -33,7 +33,8 @@ std::unique_ptr<Router> router(const std::string& type, int n = 4, int blocks = 
 }
 
 void store(Router& r, int instance, const std::vector<uint64_t>& hashes) {
-  for (uint64_t h : hashes) r.on_kv_event(instance, KvEvent{KvEvent::Kind::BlockStored, h, 0, 16});
+  for (size_t b = 0; b < hashes.size(); ++b)
+    r.on_kv_event(instance, KvEvent{KvEvent::Kind::BlockStored, hashes[b], 0, 16, b == 0});
 }
 
 int route(Router& r, const std::vector<uint64_t>& hashes, const std::vector<InstanceLoad>& loads) {
@@ -46,13 +47,13 @@ int route(Router& r, const std::vector<uint64_t>& hashes, const std::vector<Inst
 TEST_CASE("PrefixIndex finds the longest cached chain per instance", "[router]") {
   PrefixIndex index(3);
   const auto h = hashes_of(0, 5);
-  for (int b = 0; b < 5; ++b) index.add(h[b], 0);
-  for (int b = 0; b < 2; ++b) index.add(h[b], 1);
-  index.add(h[1], 2);  // a later block without the head is no match
+  for (int b = 0; b < 5; ++b) index.add(h[b], 0, b == 0);
+  for (int b = 0; b < 2; ++b) index.add(h[b], 1, b == 0);
+  index.add(h[1], 2, false);  // a later block without the head is no match
   std::vector<int> m;
   index.match(h, m);
   CHECK(m == std::vector<int>{5, 2, 0});
-  index.remove(h[0], 0);
+  index.remove(h[0], 0, true);
   index.match(h, m);
   CHECK(m == std::vector<int>{0, 2, 0});
   index.clear_instance(1);
@@ -108,7 +109,7 @@ TEST_CASE("prefix_precise forgets an evicted prefix and prefix_approx does not",
   auto precise = router("prefix_precise");
   store(*precise, 1, prefix);
   CHECK(route(*precise, prefix, loads) == 1);
-  precise->on_kv_event(1, KvEvent{KvEvent::Kind::BlockRemoved, prefix[0], 0, 0});  // head evicted
+  precise->on_kv_event(1, KvEvent{KvEvent::Kind::BlockRemoved, prefix[0], 0, 0, true});  // head evicted
   loads[1].num_running = 1;  // now merely busier
   CHECK(route(*precise, prefix, loads) != 1);
 
@@ -185,7 +186,7 @@ TEST_CASE("an unknown router type names the key", "[router]") {
 
 TEST_CASE("PrefixIndex matches a plain reference at any fleet size", "[router][scale]") {
   // The reference: hash -> set of instances, the longest chain walked instance by instance.
-  for (const int n : {1, 3, 63, 64, 65, 130, 1024}) {
+  for (const int n : {1, 3, 63, 64, 65, 130, 1024, 4160}) {
     INFO("instances " << n);
     PrefixIndex index(n, 64);
     std::map<uint64_t, std::set<int>> ref;
@@ -199,10 +200,11 @@ TEST_CASE("PrefixIndex matches a plain reference at any fleet size", "[router][s
       const int depth = 1 + static_cast<int>(rng.below(10));
       const double u = rng.uniform();
       if (u < 0.6) {
-        for (int b = 0; b < depth; ++b) index.add(chain[b], inst), ref[chain[b]].insert(inst);
+        for (int b = 0; b < depth; ++b) index.add(chain[b], inst, b == 0), ref[chain[b]].insert(inst);
       } else if (u < 0.95) {
-        const uint64_t h = chain[static_cast<int>(rng.below(10))];
-        index.remove(h, inst);
+        const int b = static_cast<int>(rng.below(10));
+        const uint64_t h = chain[b];
+        index.remove(h, inst, b == 0);
         ref[h].erase(inst);
       } else {
         index.clear_instance(inst);
