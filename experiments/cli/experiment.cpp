@@ -11,6 +11,7 @@
 
 #include "engine/common/config_error.h"
 #include "engine/driver.h"
+#include "engine/read_ahead_source.h"
 #include "engine/metrics/fleet_metrics.h"
 #include "sim/hardware_spec.h"
 #include "sim/pool.h"
@@ -169,6 +170,14 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) 
   for (size_t i = 0; i < setup.pools.size(); ++i)
     if (config.pools()[i].takes_arrivals()) request_s = setup.pools[i].engine.frontend.request_s;
   if (request_s > 0) source = std::make_unique<FrontendSource>(std::move(source), request_s);
+  if (config.workload.read_ahead > 0) {
+    // Hashed at the block size of the engines that take arrivals, when their prefix cache will read the hashes.
+    const CacheConfig* cache = &setup.engine.cache;
+    for (size_t i = 0; i < setup.pools.size(); ++i)
+      if (config.pools()[i].takes_arrivals()) cache = &setup.pools[i].engine.cache;
+    source = std::make_unique<ReadAheadSource>(std::move(source), static_cast<size_t>(config.workload.read_ahead),
+                                               cache->prefix_cache ? cache->block_size : 0);
+  }
 
   ExperimentResult result;
   result.recorder = std::make_unique<RunRecorder>(config.output.steps, config.output.tokens, config.output.events);

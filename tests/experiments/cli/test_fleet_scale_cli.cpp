@@ -4,6 +4,7 @@
 // and the repository's 300-row head of the same trace as the profile (the
 // whole trace lives in ../shared, which a fresh clone may not have).
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <set>
 
 #include "support/cli.h"
@@ -32,4 +33,37 @@ TEST_CASE("fleet_1k.ini runs on 1,024 instances and every request finishes", "[c
   const std::set<double> used(instance.begin(), instance.end());
   CHECK(used.size() > 900);  // the router spreads what no cache holds over the whole fleet
   CHECK(*used.rbegin() == 1023);
+}
+
+TEST_CASE("a run with workload.read_ahead is bit-identical to one without", "[cli][fleet][read_ahead]") {
+  const fs::path dir = testbed_test::scratch_dir("testbed_fleet_scale", "read_ahead");
+  const std::string base = "run experiments/fleet_1k.ini --workload.num_requests=3000 --cache.num_blocks=2000"
+                           " --fleet.num_instances=256 --workload.profile_trace=traces/samples/azure2023_conv_head300.csv";
+  for (const char* ahead : {"0", "1", "512"}) {
+    const auto o = run_cli(base + " --workload.read_ahead=" + ahead + " --output " + (dir / ahead).string());
+    INFO(o.output);
+    REQUIRE(o.status == 0);
+  }
+  for (const char* group : {"requests", "summary"}) {
+    INFO(group);
+    const auto one = testbed_test::read_group(dir / "0" / "results.h5", group);
+    CHECK(testbed_test::same_bits(one, testbed_test::read_group(dir / "1" / "results.h5", group)));
+    CHECK(testbed_test::same_bits(one, testbed_test::read_group(dir / "512" / "results.h5", group)));
+  }
+}
+
+TEST_CASE("a bad trace row read ahead is the same exit-2 error naming file and line", "[cli][read_ahead]") {
+  const fs::path dir = testbed_test::scratch_dir("testbed_fleet_scale", "read_ahead_bad");
+  std::string trace = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
+  for (int i = 0; i < 40; ++i) trace += "2023-11-16 18:15:" + std::to_string(10 + i) + ".0000000,100,20\n";
+  trace += "2023-11-16 18:15:55.0000000,lots,20\n";
+  std::ofstream(dir / "bad.csv") << trace;
+  for (const char* ahead : {"0", "4"}) {
+    const auto o = run_cli("run experiments/sim_speed.ini --workload.kind=trace --trace.format=azure --trace.path=" +
+                           (dir / "bad.csv").string() + " --workload.read_ahead=" + ahead + " --output " +
+                           (dir / ahead).string());
+    INFO(o.output);
+    CHECK(o.status == 2);
+    CHECK_THAT(o.output, Catch::Contains((dir / "bad.csv").string() + ":42"));
+  }
 }
