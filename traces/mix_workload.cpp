@@ -83,8 +83,6 @@ struct MixParams : ParamsOf<MixParams, WorkloadParams> {
   int shared_prefix_tokens() const override { return shape.system_prompt_tokens; }
 };
 
-enum class Kind { Shared, Chat, Unique };
-
 struct Conversation {
   double next_arrival_s = 0.0;
   int64_t id = 0;  // in start order, shared by single requests and conversations
@@ -100,7 +98,9 @@ class MixWorkload : public RequestSource {
   MixWorkload(const MixParams& p, const WorkloadConfig& c, const WorkloadContext& ctx)
       : p_(p), c_(c), ctx_(ctx), class_rng_(mix_seed(c.seed, 5)), priorities_(c) {
     if (!p.profile_trace.empty()) profile_ = read_trace_profile(p.profile_trace, p.profile_format.name, "workload.profile_trace");
-    const double start_rate = c.rate * (1.0 - p.share_chat + p.share_chat / p.turns);
+    // Starts (single requests and conversations) per request.
+    const double starts_per_request = 1.0 - p.share_chat + p.share_chat / p.turns;
+    const double start_rate = c.rate * starts_per_request;
     if (c.arrival == "trace") {
       require(profile_.has_value(), "workload.arrival", "trace needs workload.profile_trace (the trace whose gaps it replays)");
       starts_ = std::make_unique<ArrivalProcess>(profile_->gaps_s, start_rate, p.profile_trace);
@@ -108,7 +108,6 @@ class MixWorkload : public RequestSource {
       starts_ = std::make_unique<ArrivalProcess>(c.arrival, start_rate, c.burstiness, mix_seed(c.seed, 1));
     }
     // Each start is a conversation with this probability (requests are chat turns at share_chat).
-    const double starts_per_request = 1.0 - p.share_chat + p.share_chat / p.turns;
     chat_start_ = (p.share_chat / p.turns) / starts_per_request;
     shared_given_single_ = p.share_chat < 1 ? p.share_shared / (1.0 - p.share_chat) : 0.0;
     Rng prefix_rng(mix_seed(c.seed, 3));
@@ -134,7 +133,7 @@ class MixWorkload : public RequestSource {
     const double u = class_rng_.uniform();
     if (u < chat_start_) return take_turn(std::move(conv));
     const bool shared = class_rng_.uniform() < shared_given_single_;
-    return single(*conv, shared ? Kind::Shared : Kind::Unique);
+    return single(*conv, shared);
   }
 
   int64_t size_hint() const override { return c_.num_requests; }
@@ -170,11 +169,12 @@ class MixWorkload : public RequestSource {
     append_random_tokens(prompt, rng, length - shared, ctx_.vocab_size);
   }
 
-  Request single(Conversation& conv, Kind kind) {
+  // A request that is no conversation's turn: with a system prompt (shared) or sharing nothing.
+  Request single(Conversation& conv, bool shared) {
     const auto [length, output] = draw_lengths(conv.rng);
     Request r = start_request(conv, output);
     r.prompt.reserve(static_cast<size_t>(length + output));  // the engine appends the output
-    if (kind == Kind::Shared)
+    if (shared)
       fill_shared(r.prompt, conv.rng, length);
     else
       append_random_tokens(r.prompt, conv.rng, length, ctx_.vocab_size);
