@@ -36,6 +36,12 @@ Engine::Engine(int instance, const EngineConfig& config, int num_blocks, std::un
   kv_.set_record_events(sink_ != nullptr);
 }
 
+void Engine::set_sink(MetricsSink* sink) {
+  if ((sink == nullptr) != (sink_ == nullptr))
+    throw std::logic_error("Engine::set_sink: an engine keeps having a sink, or keeps having none");
+  sink_ = sink;
+}
+
 void Engine::add_kv_listener(KvEventListener* listener) {
   listeners_.push_back(listener);
   kv_.set_record_events(true);

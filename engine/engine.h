@@ -107,6 +107,11 @@ class Engine {
 
   // Hears every KV event of this engine (after the sink), e.g. a router's index.
   void add_kv_listener(KvEventListener* listener);
+  MetricsSink* sink() const { return sink_; }
+  // Reports go to `sink` from now on: a fleet stepping on several threads
+  // lends each engine a DeferredSink for a window (sim/fleet_windows.cpp).
+  // An engine made without a sink takes none (its KV cache records no events).
+  void set_sink(MetricsSink* sink);
 
  private:
   void publish_kv_events();

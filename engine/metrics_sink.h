@@ -2,7 +2,9 @@
 // reports what happened. Analysis reads the files a sink writes, never internals.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "engine/kv_event.h"
 #include "engine/sequence.h"
@@ -73,9 +75,14 @@ enum class CancelReason : int32_t {
 };
 const char* cancel_reason_name(CancelReason reason);
 
+class DeferredSink;
+
 class MetricsSink {
  public:
   virtual ~MetricsSink() = default;
+  // A DeferredSink that delivers to this sink later, or null when this sink
+  // cannot defer its reports (a fleet then refuses fleet.threads > 1).
+  virtual std::unique_ptr<DeferredSink> make_deferred() { return nullptr; }
   virtual void on_arrival(int /*instance*/, const Sequence& /*seq*/, double /*t*/) {}
   virtual void on_step(const StepRecord& /*step*/) {}
   virtual void on_first_token(int /*instance*/, const Sequence& /*seq*/, double /*t*/) {}
@@ -92,6 +99,23 @@ class MetricsSink {
   virtual void on_sample(const InstanceSample& /*sample*/) {}
   virtual void on_scale(const ScaleSample& /*sample*/) {}
   virtual void on_request_event(const RequestEvent& /*event*/) {}
+};
+
+// One engine's reports, kept to reach their sink later and in an order the
+// caller chooses: a fleet stepping instances on several threads runs each
+// instance's steps on a worker and delivers what they reported in the order
+// one thread would have (sim/fleet_windows.cpp). Whatever a report reads from
+// a Sequence is read when it is made: the sequence may be gone at delivery.
+// Only an engine's step reports (on_step, on_first_token, on_token, on_finish,
+// on_cancel, on_kv_event, on_arrival) can be deferred.
+class DeferredSink : public MetricsSink {
+ public:
+  // Reports kept so far, delivered or not: a mark for deliver().
+  virtual size_t size() const = 0;
+  // Delivers the kept reports before mark `upto` not yet delivered, in the order they were made.
+  virtual void deliver(size_t upto) = 0;
+  // Forgets every report (marks start again at 0).
+  virtual void clear() = 0;
 };
 
 }  // namespace testbed

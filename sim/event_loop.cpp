@@ -6,7 +6,38 @@ namespace testbed {
 
 void EventLoop::at(double time, int rank, Handler handler) {
   if (time < now_) throw std::logic_error("EventLoop: an event was scheduled in the past");
-  queue_.push(Event{time, rank, next_seq_++, std::move(handler)});
+  queue_.push(Event{time, rank, -1, 0, next_seq_++, std::move(handler)});
+}
+
+void EventLoop::at_owned(double time, int rank, int owner, uint32_t tag, Handler handler) {
+  at_owned_seq(time, rank, next_seq_++, owner, tag, std::move(handler));
+}
+
+void EventLoop::at_owned_seq(double time, int rank, uint64_t seq, int owner, uint32_t tag, Handler handler) {
+  if (time < now_) throw std::logic_error("EventLoop: an event was scheduled in the past");
+  if (owner < 0 || seq >= next_seq_) throw std::logic_error("EventLoop: an owned event needs an owner and a taken number");
+  queue_.push(Event{time, rank, owner, tag, seq, std::move(handler)});
+}
+
+EventLoop::Owned EventLoop::take_owned() {
+  if (!next_is_owned()) throw std::logic_error("EventLoop::take_owned: the next event has no owner");
+  const Event& ev = queue_.top();
+  const Owned o{ev.time, ev.rank, ev.seq, ev.owner, ev.tag};
+  queue_.pop();
+  return o;
+}
+
+bool EventLoop::peek(double& time, int& rank) const {
+  if (queue_.empty()) return false;
+  time = queue_.top().time;
+  rank = queue_.top().rank;
+  return true;
+}
+
+void EventLoop::replayed(double time) {
+  if (time < now_) throw std::logic_error("EventLoop: a replayed event ran in the past");
+  now_ = time;
+  ++num_processed_;
 }
 
 bool EventLoop::step() {

@@ -26,6 +26,10 @@ class EventLoop {
   using Handler = std::function<void(double now)>;
 
   void at(double time, int rank, Handler handler);
+  // An event of one owner (an instance, owner >= 0; tag: what it means to the
+  // owner). It runs like any other; a fleet stepping instances on several
+  // threads (sim/fleet.h) takes such events out in windows instead (take_owned).
+  void at_owned(double time, int rank, int owner, uint32_t tag, Handler handler);
   double now() const { return now_; }
   bool empty() const { return queue_.empty(); }
   int64_t num_processed() const { return num_processed_; }
@@ -35,10 +39,36 @@ class EventLoop {
   void run_until(double t);
   void run();
 
+  // Windows of owned events (sim/fleet_windows.cpp). The caller runs what they
+  // stand for itself and replays their effects in (time, rank, seq) order,
+  // numbering the events they schedule as at() would have (take_seq).
+  struct Owned {
+    double time;
+    int rank;
+    uint64_t seq;
+    int owner;
+    uint32_t tag;
+  };
+  bool next_is_owned() const { return !queue_.empty() && queue_.top().owner >= 0; }
+  // Pops the next event (owned) without running it; replayed() or skipped() counts it.
+  Owned take_owned();
+  // The (time, rank) of the next event; false when none is left.
+  bool peek(double& time, int& rank) const;
+  // The sequence number the next at() would take, taken.
+  uint64_t take_seq() { return next_seq_++; }
+  // at_owned with a number from take_seq.
+  void at_owned_seq(double time, int rank, uint64_t seq, int owner, uint32_t tag, Handler handler);
+  // A replayed event ran at `time` (not before now).
+  void replayed(double time);
+  // A taken event that does nothing ran.
+  void skipped() { ++num_processed_; }
+
  private:
   struct Event {
     double time;
     int rank;
+    int owner;  // -1: none
+    uint32_t tag;
     uint64_t seq;
     Handler handler;
   };

@@ -15,6 +15,8 @@ namespace testbed {
 void FleetConfig::bind(OptionTable& t) {
   t.add("fleet.num_instances", &num_instances, "serving instances behind the router (simulated mode)");
   t.add("fleet.sample_interval_s", &sample_interval_s, "seconds between KV-usage samples per instance (0: none)");
+  t.add("fleet.threads", &threads,
+        "threads stepping instances between routing decisions (results identical for any number; unified pools only)");
 }
 
 void FleetConfig::validate() const {
@@ -23,6 +25,7 @@ void FleetConfig::validate() const {
   // Shorter than a step samples the same state over and over, and fills memory on long runs.
   require(sample_interval_s == 0 || sample_interval_s >= 1e-3, "fleet.sample_interval_s",
           "must be 0 (no samples) or at least 0.001 s");
+  require(threads >= 1 && threads <= kMaxThreads, "fleet.threads", "must be in [1, " + std::to_string(kMaxThreads) + "]");
 }
 
 
@@ -56,6 +59,7 @@ Fleet::Fleet(std::vector<FleetPool> pools, FleetOptions options) : options_(opti
       if (pool->spec.router->wants_kv_events()) {
         forwarders_.push_back(std::make_unique<EventForwarder>(*this, *pool->spec.router, static_cast<int>(k)));
         e->add_kv_listener(forwarders_.back().get());
+        instances_.back()->forwarder = forwarders_.back().get();
       }
     }
     if (pool->spec.takes_arrivals) {
@@ -98,6 +102,22 @@ Fleet::Fleet(std::vector<FleetPool> pools, FleetOptions options) : options_(opti
   is_touched_.assign(n, 0);
   for (int i = 0; i < n; ++i) touch(i);  // every load is read before the first decision
   options_.faults.validate(n);
+  if (options_.threads > 1) {
+    // What a step may do beyond its instance, a worker cannot (sim/fleet_windows.cpp).
+    for (const auto& pool : pools_) {
+      require(!pool->spec.hands_off && !pool->spec.receives_handoffs, "fleet.threads",
+              "pool " + pool->spec.name + " hands KV over: more than one thread steps unified pools only");
+      require(!pool->policy, "fleet.threads",
+              "pool " + pool->spec.name + " autoscales: more than one thread steps fixed pools only");
+    }
+    require(!options_.semantic_cache.enabled, "fleet.threads",
+            "the ingress cache learns from finishing requests: more than one thread needs it off");
+    for (auto& inst : instances_)
+      if (MetricsSink* sink = inst->engine->sink()) {
+        inst->deferred = sink->make_deferred();
+        if (!inst->deferred) throw std::logic_error("Fleet: an engine's sink cannot defer its reports (fleet.threads > 1)");
+      }
+  }
   for (const FaultConfig::Slowdown& s : options_.faults.slowdowns()) instances_[s.instance]->slow.push_back(s);
   for (const FaultConfig::Failure& f : options_.faults.failures()) {
     const Pool& pool = *pools_[instances_[f.instance]->pool];
@@ -141,7 +161,10 @@ SimulationStats Fleet::run(RequestSource& source, const ProgressFn& progress) {
       report_scale(k, 0.0, pools_[p]->spec.autoscale.initial_for(size), 0.0, AutoscaleSignals{});  // the start
       loop_.at(pools_[p]->spec.autoscale.interval_s, kRankControl, [this, k](double t) { evaluate(k, t); });
     }
-  loop_.run();
+  if (options_.threads > 1)
+    run_windows();
+  else
+    loop_.run();
   if (decode_ && !decode_->waiting.empty()) {
     const PendingHandOff& p = decode_->waiting.front();
     throw ConfigError("pool." + decode_->spec.name + ": " + std::to_string(decode_->waiting.size()) +
@@ -350,7 +373,7 @@ void Fleet::kick(int i, double now) {
       inst.state == Instance::State::Starting)
     return;
   inst.start_pending = true;
-  loop_.at(now, kRankStepStart, [this, i](double t) {
+  loop_.at_owned(now, kRankStepStart, i, 0, [this, i](double t) {
     instances_[i]->start_pending = false;
     // It may have started a step since the kick (an instance whose step ended at this time goes on at once).
     if (!instances_[i]->busy) start_step(i, t);
@@ -379,9 +402,10 @@ void Fleet::start_step(int i, double now) {
   engine.executor().execute(inst.plan.batch, inst.result);
   for (const FaultConfig::Slowdown& s : inst.slow)
     if (now >= s.t0 && now < s.t1) inst.result.duration_s *= s.factor;
-  loop_.at(now + inst.result.duration_s, kRankStepEnd, [this, i, gen = inst.generation](double end) {
-    if (instances_[i]->generation == gen) end_step(i, end);
-  });
+  loop_.at_owned(now + inst.result.duration_s, kRankStepEnd, i, inst.generation,
+                 [this, i, gen = inst.generation](double end) {
+                   if (instances_[i]->generation == gen) end_step(i, end);
+                 });
 }
 
 void Fleet::end_step(int i, double end) {

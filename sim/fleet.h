@@ -52,9 +52,12 @@ namespace testbed {
 
 class OptionTable;
 
+constexpr int kMaxThreads = 64;  // fleet.threads
+
 struct FleetConfig {
   int num_instances = 1;
   double sample_interval_s = 0.0;  // KV usage / queue samples per instance (0: none)
+  int threads = 1;                 // threads stepping instances between routing decisions (FleetOptions::threads)
   void bind(OptionTable& table);
   void validate() const;
 };
@@ -95,6 +98,10 @@ struct FleetOptions {
   FaultConfig faults;  // failures, stragglers, late KV events (sim/faults.h)
   ModelRoutingConfig model_routing;  // several ingress pools, one per request class (sim/model_router.h)
   SemanticCacheConfig semantic_cache;  // the ingress's response cache (engine/semantic_cache.h)
+  // Threads that step instances (sim/fleet_windows.cpp). Results are the same,
+  // bit for bit, for any number: more than one needs unified pools without
+  // autoscaling or an ingress cache, and sinks that can defer (MetricsSink::make_deferred).
+  int threads = 1;
 };
 
 class Fleet {
@@ -119,6 +126,19 @@ class Fleet {
   struct Pool;
   struct PendingHandOff;
   class EventForwarder;
+  class WindowTeam;
+  // Several threads (sim/fleet_windows.cpp): the loop runs in windows, each
+  // the instances' step events before the next event of anything else. Each
+  // instance's events run on a worker, their reports kept; then the reports
+  // are delivered, and the events numbered, in the order one thread would have run them.
+  void run_windows();
+  void step_window(int i);
+  void window_start(int i, double now);
+  void window_end(int i, double end);
+  void replay_window();
+  bool in_window(double t, int rank) const {
+    return !window_has_limit_ || t < window_limit_t_ || (t == window_limit_t_ && rank < window_limit_rank_);
+  }
   void pull_next_arrival();
   // `restart`: a request started over after its instance failed (not a new arrival).
   void arrive(Request request, double now, bool restart = false);
@@ -185,6 +205,10 @@ class Fleet {
   std::vector<int> touched_;       // instances whose loads are stale (touch)
   std::vector<char> is_touched_;
   KvImport import_plan_;
+  std::vector<int> window_;  // the instances with events in this window
+  bool window_has_limit_ = false;
+  double window_limit_t_ = 0.0;
+  int window_limit_rank_ = 0;
 };
 
 }  // namespace testbed

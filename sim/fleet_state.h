@@ -4,6 +4,7 @@
 #pragma once
 
 #include <deque>
+#include <exception>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -29,6 +30,28 @@ struct Fleet::Instance {
   StepPlan plan;
   StepResult result;
   StepOutcome outcome;  // reused step after step
+  // Stepping on several threads (Fleet::run_windows): this window's events of
+  // the instance as its worker ran them, each with marks of what it reported
+  // (to the sink, the router, the events log) for the replay to deliver.
+  struct WindowEvent {
+    double t = 0.0;
+    int rank = 0;
+    bool progress = false;       // a step ended (the progress callback runs)
+    bool spawns = false;         // it scheduled the end of a step at spawn_t
+    bool spawn_in_window = false;  // ... which is the next of this list
+    double spawn_t = 0.0;
+    int64_t finished = 0, cancelled = 0;
+    size_t sink_end = 0, kv_end = 0, log_end = 0;
+    std::exception_ptr error;  // what it threw (rethrown where one thread would have)
+  };
+  std::vector<WindowEvent> window;
+  uint64_t window_seq = 0;  // the loop's number of the first
+  EventForwarder* forwarder = nullptr;      // its KV events' way to the router (none: the router takes none)
+  std::unique_ptr<DeferredSink> deferred;  // lent to the engine while its worker runs
+  std::vector<KvEvent> kv_buffer;          // its KV events for the router, in order
+  size_t kv_delivered = 0;
+  std::vector<std::pair<RequestEvent::Kind, int64_t>> logs;  // (kind, request) at the event's time
+  size_t logs_delivered = 0;
 };
 
 // A sequence waiting for room on the decode side, its KV held where it was prefilled.
@@ -60,13 +83,28 @@ struct Fleet::Pool {
 class Fleet::EventForwarder : public KvEventListener {
  public:
   EventForwarder(Fleet& fleet, Router& router, int local) : fleet_(fleet), router_(router), local_(local) {}
-  void on_kv_event(const KvEvent& e) override { fleet_.forward_kv_event(router_, local_, e); }
+  void on_kv_event(const KvEvent& e) override {
+    if (buffer)
+      buffer->push_back(e);
+    else
+      fleet_.forward_kv_event(router_, local_, e);
+  }
   void on_kv_events(const KvEvent* events, size_t n) override {
+    if (buffer) {
+      buffer->insert(buffer->end(), events, events + n);
+      return;
+    }
+    deliver(events, n);
+  }
+  void deliver(const KvEvent* events, size_t n) {
     if (fleet_.options_.faults.kv_event_delay_s > 0)
       for (size_t i = 0; i < n; ++i) fleet_.forward_kv_event(router_, local_, events[i]);
     else
       router_.on_kv_events(local_, events, n);
   }
+
+  // A worker's window (Fleet::run_windows): events are kept here, delivered at the replay.
+  std::vector<KvEvent>* buffer = nullptr;
 
  private:
   Fleet& fleet_;

@@ -1,6 +1,8 @@
 #include "engine/metrics/run_recorder.h"
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <unordered_map>
 
 namespace testbed {
@@ -69,7 +71,7 @@ void RunRecorder::on_token(int, const Sequence&, double, double gap_s) {
   itl_.add(gap_s);
 }
 
-void RunRecorder::on_finish(int instance, const Sequence& seq, double t) {
+RequestRecord RunRecorder::finish_record(int instance, const Sequence& seq, double t) {
   RequestRecord r;
   r.id = seq.id();
   r.instance = instance;
@@ -89,7 +91,6 @@ void RunRecorder::on_finish(int instance, const Sequence& seq, double t) {
   r.spec_steps = seq.spec_steps;
   const Sequence::HandOffLog& h = seq.handoff;
   if (h.prefill_instance >= 0) {
-    ++num_handoffs_;
     r.prefill_instance = h.prefill_instance;
     r.handoff_wait_s = h.transfer_start_s - h.ready_s;
     r.transfer_s = h.transfer_end_s - h.transfer_start_s;
@@ -97,14 +98,23 @@ void RunRecorder::on_finish(int instance, const Sequence& seq, double t) {
     r.transfer_blocks = h.transfer_blocks;
     r.reused_blocks = h.reused_blocks;
   }
+  return r;
+}
+
+void RunRecorder::add_finish(const RequestRecord& r) {
+  if (r.prefill_instance >= 0) ++num_handoffs_;
   requests_.push_back(r);
+}
+
+void RunRecorder::on_finish(int instance, const Sequence& seq, double t) {
+  add_finish(finish_record(instance, seq, t));
   if (keep_tokens_) {
     tokens_.emplace_back(seq.tokens().begin() + seq.num_prompt_tokens(), seq.tokens().end());
     token_owner_.push_back(seq.id());
   }
 }
 
-void RunRecorder::on_cancel(int instance, const Sequence& seq, double t, CancelReason reason) {
+CancelRecord RunRecorder::cancel_record(int instance, const Sequence& seq, double t, CancelReason reason) {
   CancelRecord r;
   r.id = seq.id();
   r.instance = instance;
@@ -114,7 +124,11 @@ void RunRecorder::on_cancel(int instance, const Sequence& seq, double t, CancelR
   r.prompt_tokens = seq.num_prompt_tokens();
   r.output_tokens = seq.num_output_tokens();
   r.reason = reason;
-  cancelled_.push_back(r);
+  return r;
+}
+
+void RunRecorder::on_cancel(int instance, const Sequence& seq, double t, CancelReason reason) {
+  cancelled_.push_back(cancel_record(instance, seq, t, reason));
 }
 
 void RunRecorder::on_cache_answer(const Request& q, double t, bool semantic, bool correct) {
@@ -146,9 +160,11 @@ void RunRecorder::set_ingress_seconds(const std::vector<std::pair<int64_t, doubl
   }
 }
 
-void RunRecorder::on_kv_event(int, const KvEvent& event) {
-  if (event.kind == KvEvent::Kind::BlockStored) ++num_blocks_stored_;
-  if (event.kind == KvEvent::Kind::BlockRemoved) ++num_blocks_removed_;
+void RunRecorder::on_kv_event(int, const KvEvent& event) { add_kv_event(event.kind); }
+
+void RunRecorder::add_kv_event(KvEvent::Kind kind) {
+  if (kind == KvEvent::Kind::BlockStored) ++num_blocks_stored_;
+  if (kind == KvEvent::Kind::BlockRemoved) ++num_blocks_removed_;
 }
 
 void RunRecorder::on_sample(const InstanceSample& sample) { samples_.push_back(sample); }
@@ -156,5 +172,88 @@ void RunRecorder::on_sample(const InstanceSample& sample) { samples_.push_back(s
 void RunRecorder::on_request_event(const RequestEvent& event) {
   if (keep_events_) events_.push_back(event);
 }
+
+// An engine's reports as RunRecorder would take them, kept in order: each kind
+// in its own array, and the order of kinds apart, so a decode step's reports
+// cost a byte and a double each.
+class RecorderShard : public DeferredSink {
+ public:
+  explicit RecorderShard(RunRecorder& to) : to_(to) {}
+
+  void on_arrival(int, const Sequence&, double) override { ops_.push_back(Op::Arrival); }
+  void on_step(const StepRecord& step) override {
+    ops_.push_back(Op::Step);
+    steps_.push_back(step);
+  }
+  void on_token(int, const Sequence&, double, double gap_s) override {
+    ops_.push_back(Op::Token);
+    gaps_.push_back(gap_s);
+  }
+  void on_finish(int instance, const Sequence& seq, double t) override {
+    ops_.push_back(Op::Finish);
+    finishes_.push_back(RunRecorder::finish_record(instance, seq, t));
+    if (to_.keep_tokens_) tokens_.emplace_back(seq.tokens().begin() + seq.num_prompt_tokens(), seq.tokens().end());
+  }
+  void on_cancel(int instance, const Sequence& seq, double t, CancelReason reason) override {
+    ops_.push_back(Op::Cancel);
+    cancels_.push_back(RunRecorder::cancel_record(instance, seq, t, reason));
+  }
+  void on_kv_event(int, const KvEvent& event) override {
+    if (event.kind == KvEvent::Kind::BlockStored) ops_.push_back(Op::KvStored);
+    if (event.kind == KvEvent::Kind::BlockRemoved) ops_.push_back(Op::KvRemoved);
+  }
+  // Not an engine's step reports: a fleet makes these itself, in order.
+  void on_cache_answer(const Request&, double, bool, bool) override { refuse("on_cache_answer"); }
+  void on_sample(const InstanceSample&) override { refuse("on_sample"); }
+  void on_scale(const ScaleSample&) override { refuse("on_scale"); }
+  void on_request_event(const RequestEvent&) override { refuse("on_request_event"); }
+
+  size_t size() const override { return ops_.size(); }
+  void deliver(size_t upto) override {
+    if (upto > ops_.size() || upto < next_) throw std::logic_error("RecorderShard::deliver: mark out of range");
+    for (; next_ < upto; ++next_) switch (ops_[next_]) {
+        case Op::Arrival: ++to_.num_arrived_; break;
+        case Op::Step: to_.on_step(steps_[step_++]); break;
+        case Op::Token: to_.itl_.add(gaps_[gap_++]); break;
+        case Op::Finish: {
+          const RequestRecord& r = finishes_[finish_++];
+          to_.add_finish(r);
+          if (to_.keep_tokens_) {
+            to_.tokens_.push_back(std::move(tokens_[token_++]));
+            to_.token_owner_.push_back(r.id);
+          }
+          break;
+        }
+        case Op::Cancel: to_.cancelled_.push_back(cancels_[cancel_++]); break;
+        case Op::KvStored: to_.add_kv_event(KvEvent::Kind::BlockStored); break;
+        case Op::KvRemoved: to_.add_kv_event(KvEvent::Kind::BlockRemoved); break;
+      }
+  }
+  void clear() override {
+    ops_.clear();
+    steps_.clear();
+    gaps_.clear();
+    finishes_.clear();
+    cancels_.clear();
+    tokens_.clear();
+    next_ = step_ = gap_ = finish_ = cancel_ = token_ = 0;
+  }
+
+ private:
+  enum class Op : uint8_t { Arrival, Step, Token, Finish, Cancel, KvStored, KvRemoved };
+  [[noreturn]] static void refuse(const char* what) {
+    throw std::logic_error(std::string("RecorderShard: ") + what + " is not an engine's step report");
+  }
+  RunRecorder& to_;
+  std::vector<Op> ops_;
+  std::vector<StepRecord> steps_;
+  std::vector<double> gaps_;
+  std::vector<RequestRecord> finishes_;
+  std::vector<CancelRecord> cancels_;
+  std::vector<std::vector<int32_t>> tokens_;
+  size_t next_ = 0, step_ = 0, gap_ = 0, finish_ = 0, cancel_ = 0, token_ = 0;
+};
+
+std::unique_ptr<DeferredSink> RunRecorder::make_deferred() { return std::make_unique<RecorderShard>(*this); }
 
 }  // namespace testbed

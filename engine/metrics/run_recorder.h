@@ -63,6 +63,8 @@ class RunRecorder : public MetricsSink {
   void on_scale(const ScaleSample& sample) override { scale_.push_back(sample); }
   const std::vector<ScaleSample>& scale_samples() const { return scale_; }
   void on_request_event(const RequestEvent& event) override;
+  // Keeps an engine's reports for later, in order (a fleet on several threads).
+  std::unique_ptr<DeferredSink> make_deferred() override;
   // The wall-clock ingress's measured lookups (DriverStats::ingress_s), by
   // request id, after the run: each record's ingress_s, and the summary's
   // ingress_lookup_* over every lookup (cancelled requests' too).
@@ -103,6 +105,13 @@ class RunRecorder : public MetricsSink {
   const std::vector<int64_t>& output_token_ids() const { return token_owner_; }
 
  private:
+  friend class RecorderShard;
+  // What on_finish and on_cancel keep (a shard makes them at report time).
+  static RequestRecord finish_record(int instance, const Sequence& seq, double t);
+  static CancelRecord cancel_record(int instance, const Sequence& seq, double t, CancelReason reason);
+  void add_finish(const RequestRecord& r);
+  void add_kv_event(KvEvent::Kind kind);
+
   bool keep_steps_, keep_tokens_, keep_events_;
   int64_t num_handoffs_ = 0;
   int64_t spec_drafted_ = 0, spec_accepted_ = 0, decode_items_ = 0, decode_appended_ = 0;

@@ -129,6 +129,8 @@ void RunConfig::validate() const {
           "is drawn from the per-step table: set output.steps = true too (a timeline without steps would be empty)");
   require(simulation().fleet.num_instances == 1 || mode == "simulated", "fleet.num_instances",
           "fleets of several instances run in the simulator (driver.mode = simulated)");
+  require(simulation().fleet.threads == 1 || mode == "simulated", "fleet.threads",
+          "steps a simulated fleet on several threads (driver.mode = simulated)");
   require(!output.events || mode == "simulated", "output.events", "the event log comes from the simulator (driver.mode = simulated)");
   // The fleet's mechanisms exist only in the simulator: set on a wall-clock run they would do nothing.
   if (mode != "simulated") {

@@ -1,0 +1,275 @@
+// A fleet's loop on several threads (FleetOptions::threads), with the results
+// of one thread, bit for bit.
+//
+// Between two events of anything but an instance (an arrival, a routing
+// decision landing, a sample, a failure), the instances' step events touch
+// only their own engines: the loop takes them out as a window, and workers run
+// each instance's events of the window in order, a step's end scheduling the
+// next step as one thread would, until the next falls past the window. What a
+// step reports beyond its instance (to the sink, to the router's index, to the
+// events log, to the fleet's counts) is kept with marks per event. Then one
+// thread replays the window: a merge of the instances' event lists in (time,
+// rank, sequence number) order, the numbers taken from the loop as each event
+// is replayed, which is the order and numbering one thread's loop gives them.
+// Each event's reports are delivered at its turn, so the sink, the router and
+// the log hear the same calls in the same order. An error a step raised is
+// rethrown at its turn.
+//
+// What a step may do beyond its instance that a worker cannot (hand a
+// sequence off, feed an autoscaler's signals or the ingress cache) is refused
+// at construction (fleet.threads).
+#include <algorithm>
+#include <atomic>
+#include <queue>
+#include <stdexcept>
+#include <thread>
+
+#include "engine/common/config_error.h"
+#include "sim/fleet_state.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define TESTBED_SPIN_PAUSE() _mm_pause()
+#else
+#define TESTBED_SPIN_PAUSE() std::this_thread::yield()
+#endif
+
+namespace testbed {
+
+// Workers that wait, spinning, for a window: each takes instances of it in
+// turn until none is left. Windows come every few microseconds, faster than a
+// sleeping thread wakes; a worker that has waited long yields its core.
+class Fleet::WindowTeam {
+ public:
+  WindowTeam(Fleet& fleet, int workers) : fleet_(fleet) {
+    for (int k = 0; k < workers; ++k) threads_.emplace_back([this] { work(); });
+  }
+  ~WindowTeam() {
+    stop_.store(true, std::memory_order_release);
+    for (std::thread& t : threads_) t.join();
+  }
+  WindowTeam(const WindowTeam&) = delete;
+  WindowTeam& operator=(const WindowTeam&) = delete;
+
+  // Runs step_window for every instance of `work`; the calling thread works too.
+  void run(const std::vector<int>& work) {
+    work_ = &work;
+    next_.store(0, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    epoch_.fetch_add(1, std::memory_order_release);
+    take(work);
+    const int n = static_cast<int>(threads_.size());
+    for (int spins = 0; done_.load(std::memory_order_acquire) != n; ++spins) wait(spins);
+  }
+
+ private:
+  void take(const std::vector<int>& work) {
+    const size_t n = work.size();
+    for (size_t k = next_.fetch_add(1, std::memory_order_relaxed); k < n; k = next_.fetch_add(1, std::memory_order_relaxed))
+      fleet_.step_window(work[k]);
+  }
+  static void wait(int spins) {
+    if (spins < 256)
+      TESTBED_SPIN_PAUSE();
+    else
+      std::this_thread::yield();
+  }
+  void work() {
+    uint64_t seen = 0;
+    for (;;) {
+      uint64_t e;
+      for (int spins = 0; (e = epoch_.load(std::memory_order_acquire)) == seen; ++spins) {
+        if (stop_.load(std::memory_order_acquire)) return;
+        wait(spins);
+      }
+      seen = e;
+      take(*work_);
+      done_.fetch_add(1, std::memory_order_acq_rel);
+    }
+  }
+
+  Fleet& fleet_;
+  std::vector<std::thread> threads_;
+  const std::vector<int>* work_ = nullptr;
+  std::atomic<uint64_t> epoch_{0};
+  std::atomic<size_t> next_{0};
+  std::atomic<int> done_{0};
+  std::atomic<bool> stop_{false};
+};
+
+void Fleet::run_windows() {
+  WindowTeam team(*this, options_.threads - 1);
+  while (!loop_.empty()) {
+    if (!loop_.next_is_owned()) {
+      loop_.step();
+      continue;
+    }
+    window_.clear();
+    while (loop_.next_is_owned()) {
+      const EventLoop::Owned o = loop_.take_owned();
+      Instance& inst = *instances_[o.owner];
+      if (o.rank == kRankStepEnd && o.tag != inst.generation) {  // the end of a step its failure dropped
+        loop_.skipped();
+        continue;
+      }
+      if (!inst.window.empty()) throw std::logic_error("Fleet: two pending events of instance " + std::to_string(o.owner));
+      Instance::WindowEvent head;
+      head.t = o.time;
+      head.rank = o.rank;
+      inst.window.push_back(head);
+      inst.window_seq = o.seq;
+      window_.push_back(o.owner);
+    }
+    window_has_limit_ = loop_.peek(window_limit_t_, window_limit_rank_);
+    if (window_.size() == 1)
+      step_window(window_[0]);  // nothing to share
+    else if (!window_.empty())
+      team.run(window_);
+    replay_window();
+  }
+}
+
+// A worker: instance i's events of the window, in order. Reports go to the
+// instance's DeferredSink and KV buffer; nothing outside the instance changes.
+void Fleet::step_window(int i) {
+  Instance& inst = *instances_[i];
+  MetricsSink* sink = inst.engine->sink();
+  if (sink) inst.engine->set_sink(inst.deferred.get());
+  if (inst.forwarder) inst.forwarder->buffer = &inst.kv_buffer;
+  for (size_t k = 0; k < inst.window.size(); ++k) {
+    Instance::WindowEvent& ev = inst.window[k];
+    try {
+      if (ev.rank == kRankStepStart) {
+        inst.start_pending = false;
+        if (!inst.busy) window_start(i, ev.t);
+      } else {
+        window_end(i, ev.t);
+      }
+    } catch (...) {
+      ev.error = std::current_exception();
+    }
+    ev.sink_end = inst.deferred ? inst.deferred->size() : 0;
+    ev.kv_end = inst.kv_buffer.size();
+    ev.log_end = inst.logs.size();
+    if (ev.spawns && !ev.error && in_window(ev.spawn_t, kRankStepEnd)) {
+      ev.spawn_in_window = true;
+      Instance::WindowEvent next;
+      next.t = ev.spawn_t;
+      next.rank = kRankStepEnd;
+      inst.window.push_back(next);  // ev is not used past here
+    }
+  }
+  if (inst.forwarder) inst.forwarder->buffer = nullptr;
+  if (sink) inst.engine->set_sink(sink);
+}
+
+// start_step on a worker: the same, its effects beyond the instance kept.
+void Fleet::window_start(int i, double now) {
+  Instance& inst = *instances_[i];
+  Instance::WindowEvent& ev = inst.window.back();
+  Engine& engine = *inst.engine;
+  engine.begin_step(now, inst.plan);
+  for (const auto& seq : engine.scheduler().cancelled()) {
+    if (options_.log_events) inst.logs.emplace_back(RequestEvent::Kind::Cancel, seq->id());
+    ++ev.cancelled;
+  }
+  if (inst.plan.empty()) {
+    if (engine.has_unfinished() && engine.kv_cache().num_exports() == 0 && engine.num_importing() == 0)
+      throw ConfigError("scheduler: instance " + std::to_string(i) +
+                        " could schedule nothing although requests wait (configuration deadlock)");
+    return;
+  }
+  inst.busy = true;
+  engine.executor().execute(inst.plan.batch, inst.result);
+  for (const FaultConfig::Slowdown& s : inst.slow)
+    if (now >= s.t0 && now < s.t1) inst.result.duration_s *= s.factor;
+  ev.spawns = true;
+  ev.spawn_t = now + inst.result.duration_s;
+}
+
+// end_step on a worker, for the pools run_windows takes (unified, fixed).
+void Fleet::window_end(int i, double end) {
+  Instance& inst = *instances_[i];
+  Instance::WindowEvent& ev = inst.window.back();
+  StepOutcome& out = inst.outcome;
+  inst.engine->end_step(inst.plan, inst.result, end, out);
+  inst.busy = false;
+  inst.busy_s += end - out.start_s;
+  if (options_.log_events)
+    for (const SeqOutcome& o : out.seqs) {
+      if (o.first_token) inst.logs.emplace_back(RequestEvent::Kind::FirstToken, o.seq->id());
+      if (o.finished) inst.logs.emplace_back(RequestEvent::Kind::Finish, o.seq->id());
+      if (o.cancelled) inst.logs.emplace_back(RequestEvent::Kind::Cancel, o.seq->id());
+    }
+  if (!out.handed_off.empty())
+    throw std::logic_error("fleet: instance " + std::to_string(i) + " handed a sequence off outside a prefill pool");
+  ev.finished += out.num_finished;
+  ev.cancelled += out.num_cancelled;
+  ev.progress = true;
+  if (inst.engine->has_unfinished()) window_start(i, end);
+}
+
+void Fleet::replay_window() {
+  struct Next {
+    double t;
+    int rank;
+    uint64_t seq;
+    int instance;
+    size_t k;  // its index in the instance's window
+  };
+  struct Later {
+    bool operator()(const Next& a, const Next& b) const {
+      if (a.t != b.t) return a.t > b.t;
+      if (a.rank != b.rank) return a.rank > b.rank;
+      return a.seq > b.seq;
+    }
+  };
+  std::priority_queue<Next, std::vector<Next>, Later> merge;
+  for (int i : window_) {
+    const Instance& inst = *instances_[i];
+    merge.push(Next{inst.window[0].t, inst.window[0].rank, inst.window_seq, i, 0});
+  }
+  while (!merge.empty()) {
+    const Next x = merge.top();
+    merge.pop();
+    Instance& inst = *instances_[x.instance];
+    const Instance::WindowEvent& ev = inst.window[x.k];
+    loop_.replayed(ev.t);
+    touch(x.instance);
+    if (inst.deferred) inst.deferred->deliver(ev.sink_end);
+    if (ev.kv_end > inst.kv_delivered) {
+      inst.forwarder->deliver(inst.kv_buffer.data() + inst.kv_delivered, ev.kv_end - inst.kv_delivered);
+      inst.kv_delivered = ev.kv_end;
+    }
+    for (; inst.logs_delivered < ev.log_end; ++inst.logs_delivered) {
+      const auto& [kind, request] = inst.logs[inst.logs_delivered];
+      log(kind, ev.t, request, x.instance);
+    }
+    finished_ += ev.finished;
+    cancelled_ += ev.cancelled;
+    if (ev.error) std::rethrow_exception(ev.error);
+    if (ev.progress && *progress_) (*progress_)(finished_ + cancelled_, total_ >= 0 ? total_ : added_);
+    if (!ev.spawns) continue;
+    const uint64_t seq = loop_.take_seq();
+    if (ev.spawn_in_window) {
+      merge.push(Next{ev.spawn_t, kRankStepEnd, seq, x.instance, x.k + 1});
+    } else {
+      const int i = x.instance;
+      loop_.at_owned_seq(ev.spawn_t, kRankStepEnd, seq, i, inst.generation,
+                         [this, i, gen = inst.generation](double end) {
+                           if (instances_[i]->generation == gen) end_step(i, end);
+                         });
+    }
+  }
+  for (int i : window_) {
+    Instance& inst = *instances_[i];
+    inst.window.clear();
+    if (inst.deferred) inst.deferred->clear();
+    inst.kv_buffer.clear();
+    inst.kv_delivered = 0;
+    inst.logs.clear();
+    inst.logs_delivered = 0;
+  }
+}
+
+}  // namespace testbed

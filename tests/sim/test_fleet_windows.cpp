@@ -1,0 +1,264 @@
+// A fleet on several threads (sim/fleet_windows.cpp) and what it rests on:
+// the event loop's owned events and numbering, RunRecorder's deferred
+// reports, and one-thread results when instances' steps tie in time (the
+// replay must order them by the numbers one thread's loop gave them).
+#include <catch2/catch.hpp>
+
+#include "engine/common/config_error.h"
+#include "engine/metrics/run_recorder.h"
+#include "sim/cost_model.h"
+#include "sim/event_loop.h"
+#include "sim/fleet.h"
+#include "sim/sim_executor.h"
+#include "sim/simulated_driver.h"
+#include "support/engine_harness.h"
+
+using namespace testbed;
+
+namespace {
+
+class ListSource : public RequestSource {
+ public:
+  explicit ListSource(std::vector<Request> requests) : requests_(std::move(requests)) {}
+  std::optional<Request> next() override {
+    if (next_ == requests_.size()) return std::nullopt;
+    return requests_[next_++];
+  }
+
+ private:
+  std::vector<Request> requests_;
+  size_t next_ = 0;
+};
+
+// The simulated executor, but its `fail_at`-th step raises an error naming the instance.
+class FailingExecutor : public Executor {
+ public:
+  FailingExecutor(std::shared_ptr<const CostModel> cost, int instance, int fail_at)
+      : inner_(std::move(cost), 1000), instance_(instance), fail_at_(fail_at) {}
+  StepResult execute(const Batch& batch) override {
+    StepResult out;
+    execute(batch, out);
+    return out;
+  }
+  void execute(const Batch& batch, StepResult& out) override {
+    if (++steps_ == fail_at_) throw ConfigError("instance " + std::to_string(instance_) + " failed its step");
+    inner_.execute(batch, out);
+  }
+  std::string name() const override { return "failing"; }
+
+ private:
+  SimExecutor inner_;
+  int instance_, fail_at_, steps_ = 0;
+};
+
+struct Outcome {
+  std::vector<RequestRecord> requests;
+  std::vector<CancelRecord> cancelled;
+  std::vector<StepRecord> steps;
+  std::vector<RequestEvent> events;
+  SimulationStats stats;
+};
+
+// `n` instances behind `router`; every engine reports to one recorder (steps and events kept).
+// fail_at[i] > 0: instance i's executor raises an error at that step.
+Outcome run(int threads, int n, const std::string& router, std::vector<Request> requests, int num_blocks = 400,
+            const std::vector<int>& fail_at = {}) {
+  const ModelConfig model = test::micro_model(1000);
+  CostModelConfig cm;
+  set_options(cm, {{"cost_model.prefill_token_s", "2e-4"}, {"cost_model.decode_seq_s", "1e-4"}});
+  std::shared_ptr<const CostModel> cost = make_cost_model(cm, model);
+  EngineConfig cfg;
+  cfg.max_model_len = 1024;
+  cfg.scheduler.max_batch_tokens = 1024;
+  RunRecorder rec(/*keep_steps=*/true, /*keep_tokens=*/false, /*keep_events=*/true);
+  std::vector<std::unique_ptr<Engine>> engines;
+  std::vector<FleetPool> pools(1);
+  for (int i = 0; i < n; ++i) {
+    std::unique_ptr<Executor> exec;
+    if (i < static_cast<int>(fail_at.size()) && fail_at[i] > 0)
+      exec = std::make_unique<FailingExecutor>(cost, i, fail_at[i]);
+    else
+      exec = std::make_unique<SimExecutor>(cost, 1000);
+    engines.push_back(std::make_unique<Engine>(i, cfg, num_blocks, std::move(exec), &rec));
+    pools[0].engines.push_back(engines.back().get());
+  }
+  RouterSetup rs;
+  rs.num_instances = n;
+  rs.blocks_per_instance = num_blocks;
+  pools[0].router = make_router(router_choice(router), rs);
+  FleetOptions options;
+  options.sink = &rec;
+  options.log_events = true;
+  options.threads = threads;
+  Fleet fleet(std::move(pools), options);
+  ListSource source(std::move(requests));
+  Outcome out;
+  out.stats = fleet.run(source, nullptr);
+  out.requests = rec.requests();
+  out.cancelled = rec.cancelled();
+  out.steps = rec.steps();
+  out.events = rec.events();
+  return out;
+}
+
+void check_same(const Outcome& a, const Outcome& b) {
+  CHECK(a.stats.num_events == b.stats.num_events);
+  CHECK(a.stats.simulated_s == b.stats.simulated_s);
+  REQUIRE(a.requests.size() == b.requests.size());
+  for (size_t k = 0; k < a.requests.size(); ++k) {
+    INFO("request record " << k);
+    CHECK(a.requests[k].id == b.requests[k].id);
+    CHECK(a.requests[k].instance == b.requests[k].instance);
+    CHECK(a.requests[k].first_token_s == b.requests[k].first_token_s);
+    CHECK(a.requests[k].finish_s == b.requests[k].finish_s);
+    CHECK(a.requests[k].cached_tokens == b.requests[k].cached_tokens);
+  }
+  REQUIRE(a.steps.size() == b.steps.size());
+  for (size_t k = 0; k < a.steps.size(); ++k) {
+    INFO("step record " << k);
+    CHECK(a.steps[k].instance == b.steps[k].instance);
+    CHECK(a.steps[k].start_s == b.steps[k].start_s);
+    CHECK(a.steps[k].kv_blocks_used == b.steps[k].kv_blocks_used);
+  }
+  REQUIRE(a.events.size() == b.events.size());
+  for (size_t k = 0; k < a.events.size(); ++k) {
+    INFO("event " << k);
+    CHECK(a.events[k].kind == b.events[k].kind);
+    CHECK(a.events[k].request == b.events[k].request);
+    CHECK(a.events[k].instance == b.events[k].instance);
+    CHECK(a.events[k].t == b.events[k].t);
+  }
+}
+
+// n identical requests arriving together: one per instance under round_robin, in lock step.
+std::vector<Request> simultaneous(int n, int prompt, int output) {
+  std::vector<Request> out;
+  for (int i = 0; i < n; ++i) {
+    Request r;
+    r.id = i;
+    r.arrival_s = 0.5;
+    r.prompt.assign(prompt, 7);
+    r.max_output_tokens = output;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("owned events run like others and can be taken out, numbered and put back", "[event_loop][threads]") {
+  EventLoop loop;
+  std::vector<int> ran;
+  loop.at(1.0, kRankArrival, [&](double) { ran.push_back(0); });
+  loop.at_owned(1.0, kRankStepEnd, 3, 7, [&](double) { ran.push_back(1); });
+  loop.at_owned(0.5, kRankStepStart, 2, 0, [&](double) { ran.push_back(2); });
+  CHECK(loop.next_is_owned());
+  const EventLoop::Owned o = loop.take_owned();
+  CHECK(o.time == 0.5);
+  CHECK(o.owner == 2);
+  CHECK(o.rank == kRankStepStart);
+  CHECK(o.seq == 2);
+  CHECK(loop.num_processed() == 0);  // counted when replayed or skipped
+  loop.replayed(0.5);
+  CHECK(loop.now() == 0.5);
+  CHECK(loop.num_processed() == 1);
+  CHECK_THROWS_AS(loop.replayed(0.25), std::logic_error);
+  double t = 0;
+  int rank = -1;
+  REQUIRE(loop.peek(t, rank));
+  CHECK(t == 1.0);
+  CHECK(rank == kRankArrival);
+  CHECK(!loop.next_is_owned());
+  CHECK_THROWS_AS(loop.take_owned(), std::logic_error);
+  // A number taken now sorts after every event already in the loop, as at() would have numbered it.
+  const uint64_t seq = loop.take_seq();
+  CHECK(seq == 3);
+  CHECK_THROWS_AS(loop.at_owned_seq(1.0, kRankArrival, 4, 1, 0, [](double) {}), std::logic_error);  // not taken
+  loop.at_owned_seq(1.0, kRankArrival, seq, 1, 0, [&](double) { ran.push_back(3); });
+  loop.run();
+  CHECK(ran == std::vector<int>{0, 3, 1});
+  CHECK(loop.num_processed() == 4);
+}
+
+TEST_CASE("a RunRecorder's deferred reports reach it in the order made, up to each mark", "[metrics][threads]") {
+  RunRecorder direct(true, true), later(true, true);
+  std::unique_ptr<DeferredSink> shard = later.make_deferred();
+  REQUIRE(shard);
+  Request q;
+  q.id = 5;
+  q.prompt = {1, 2, 3};
+  q.max_output_tokens = 2;
+  Sequence seq(q);
+  seq.first_token_s = 0.25;
+  StepRecord step;
+  step.instance = 1;
+  step.duration_s = 0.125;
+  step.num_seqs = 3;
+  KvEvent stored;
+  stored.kind = KvEvent::Kind::BlockStored;
+  for (MetricsSink* s : {static_cast<MetricsSink*>(&direct), static_cast<MetricsSink*>(shard.get())}) {
+    s->on_arrival(1, seq, 0.0);
+    s->on_token(1, seq, 0.3, 0.05);
+    s->on_step(step);
+    s->on_kv_event(1, stored);
+  }
+  const size_t mark = shard->size();
+  for (MetricsSink* s : {static_cast<MetricsSink*>(&direct), static_cast<MetricsSink*>(shard.get())}) {
+    s->on_finish(1, seq, 0.5);
+    s->on_cancel(1, seq, 0.75, CancelReason::Tokens);
+  }
+  shard->deliver(mark);
+  CHECK(later.num_arrived() == 1);
+  CHECK(later.num_steps() == 1);
+  CHECK(later.num_finished() == 0);  // after the mark: not yet
+  shard->deliver(shard->size());
+  CHECK_THROWS_AS(shard->deliver(mark), std::logic_error);  // delivered already
+  CHECK(later.num_finished() == direct.num_finished());
+  CHECK(later.requests()[0].id == 5);
+  CHECK(later.requests()[0].finish_s == direct.requests()[0].finish_s);
+  CHECK(later.cancelled().size() == 1);
+  CHECK(later.busy_s() == direct.busy_s());
+  CHECK(later.itl().count() == direct.itl().count());
+  CHECK(later.num_blocks_stored() == 1);
+  CHECK(later.output_token_ids() == direct.output_token_ids());
+  CHECK_THROWS_AS(shard->on_sample(InstanceSample{}), std::logic_error);  // not a step's report
+  shard->clear();
+  CHECK(shard->size() == 0);
+}
+
+TEST_CASE("instances whose steps tie in time replay in the one-thread order", "[fleet][threads]") {
+  // Four identical requests at once, one per instance: every step of every instance ends at the same time.
+  const Outcome one = run(1, 4, "round_robin", simultaneous(4, 200, 12));
+  REQUIRE(one.requests.size() == 4);
+  for (const RequestRecord& r : one.requests) CHECK(r.finish_s == one.requests[0].finish_s);
+  for (int threads : {2, 3}) {
+    INFO("threads " << threads);
+    check_same(one, run(threads, 4, "round_robin", simultaneous(4, 200, 12)));
+  }
+}
+
+TEST_CASE("a fleet on several threads matches one thread under every router", "[fleet][threads]") {
+  const std::vector<Request> requests = test::shared_prefix_requests(240, 256, 48, 20, 1000, 11, 0.004);
+  for (const std::string& type : RouterRegistry::instance().names()) {
+    INFO(type);
+    const Outcome one = run(1, 6, type, requests);
+    CHECK(one.requests.size() == 240);
+    check_same(one, run(2, 6, type, requests));
+  }
+}
+
+TEST_CASE("an error a worker meets is the one-thread error, the first in time", "[fleet][threads]") {
+  // In lock step, instance 2's 3rd step comes before instance 1's 5th: a worker
+  // may reach either first, the run reports the one one thread would.
+  std::string messages[3];
+  for (int threads = 1; threads <= 3; ++threads) {
+    try {
+      run(threads, 4, "round_robin", simultaneous(4, 200, 12), 400, {0, 5, 3, 0});
+    } catch (const ConfigError& e) {
+      messages[threads - 1] = e.what();
+    }
+  }
+  CHECK(messages[0] == "instance 2 failed its step");
+  CHECK(messages[1] == messages[0]);
+  CHECK(messages[2] == messages[0]);
+}
