@@ -9,6 +9,8 @@
 #   ./setup.sh build           install and build only
 #   ./setup.sh deps            install the Debian packages only
 #   ./setup.sh sanitize        build the tests under ASan + UBSan (build-sanitize) and run them
+#   ./setup.sh tsan            build the simulator under ThreadSanitizer (build-tsan) and run the
+#                              fleet's multi-threaded tests and runs (fleet.threads); any race fails
 #   ./setup.sh fuzz [SECONDS]  build the libFuzzer harnesses with clang (build-fuzz) and run each
 #                              for SECONDS (default 45); any crash, leak, timeout or sanitizer
 #                              report fails, and the input is left in build-fuzz/findings/
@@ -77,6 +79,28 @@ sanitize() {
      ctest --output-on-failure -j "$JOBS" -LE slurm)
 }
 
+# The fleet's worker threads (sim/fleet_windows.cpp) under ThreadSanitizer: the
+# unit tests that step fleets on several threads, and CLI runs that exercise
+# faults, late index events, cancellations and the event log on 2 and 4 threads.
+tsan() {
+  install_deps
+  local dir=${BUILD_DIR_TSAN:-build-tsan}
+  cmake -S . -B "$dir" "${SANITIZED_ARGS[@]}" -DTESTBED_TSAN=ON >/dev/null
+  cmake --build "$dir" -j "$JOBS" --target testbed test_sim
+  export TSAN_OPTIONS="halt_on_error=1 exitcode=66"
+  "$dir/tests/test_sim" "[threads]"
+  local out="$dir/tsan-runs" threads
+  for threads in 2 4; do
+    "$dir/testbed" run experiments/prefix_routing.ini --workload.num_requests=300 --fleet.num_instances=8 \
+      --router.type=prefix_precise --fault.fail=1@10 --fault.slow=0@2-8x2 --fault.kv_event_delay_s=0.002 \
+      --workload.cancel_fraction=0.3 --output.events=true --fleet.threads=$threads --output "$out/faults-$threads" --overwrite
+    "$dir/testbed" run experiments/fleet_1k.ini --workload.num_requests=1500 --cache.num_blocks=2000 \
+      --fleet.num_instances=128 --workload.profile_trace=traces/samples/azure2023_conv_head300.csv \
+      --fleet.threads=$threads --output "$out/mix-$threads" --overwrite
+  done
+  echo "setup: tsan: no race found"
+}
+
 fuzz() {
   local seconds=${1:-45}
   EXTRA_PACKAGES="clang libclang-rt-dev" install_deps
@@ -114,6 +138,7 @@ case "${1:-}" in
     (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS")
     ;;
   sanitize) sanitize ;;
+  tsan) tsan ;;
   fuzz) fuzz "${2:-45}" ;;
   run)
     config=${2:-experiments/quickstart.ini}
@@ -123,7 +148,7 @@ case "${1:-}" in
     /usr/bin/python3 analysis/plot_run.py "$out/results.h5" --out "$out"
     ;;
   *)
-    sed -n '2,19p' "$0"
+    sed -n '2,20p' "$0"
     exit 2
     ;;
 esac
