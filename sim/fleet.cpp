@@ -380,28 +380,35 @@ void Fleet::kick(int i, double now) {
   });
 }
 
-void Fleet::start_step(int i, double now) {
-  touch(i);
+bool Fleet::plan_step(int i, double now) {
   Instance& inst = *instances_[i];
   Engine& engine = *inst.engine;
   engine.begin_step(now, inst.plan);
-  // Clients that left by now (engine/scheduler.h): their blocks are free already.
-  for (const auto& seq : engine.scheduler().cancelled()) {
-    log(RequestEvent::Kind::Cancel, now, seq->id(), i);
-    ++cancelled_;
-  }
   if (inst.plan.empty()) {
     // An instance whose blocks wait on transfers (exports leaving, imports
     // arriving) resumes when one lands; anything else is a deadlock.
     if (engine.has_unfinished() && engine.kv_cache().num_exports() == 0 && engine.num_importing() == 0)
       throw ConfigError("scheduler: instance " + std::to_string(i) +
                         " could schedule nothing although requests wait (configuration deadlock)");
-    return;
+    return false;
   }
   inst.busy = true;
   engine.executor().execute(inst.plan.batch, inst.result);
   for (const FaultConfig::Slowdown& s : inst.slow)
     if (now >= s.t0 && now < s.t1) inst.result.duration_s *= s.factor;
+  return true;
+}
+
+void Fleet::start_step(int i, double now) {
+  touch(i);
+  Instance& inst = *instances_[i];
+  const bool started = plan_step(i, now);
+  // Clients that left by now (engine/scheduler.h): their blocks are free already.
+  for (const auto& seq : inst.engine->scheduler().cancelled()) {
+    log(RequestEvent::Kind::Cancel, now, seq->id(), i);
+    ++cancelled_;
+  }
+  if (!started) return;
   loop_.at_owned(now + inst.result.duration_s, kRankStepEnd, i, inst.generation,
                  [this, i, gen = inst.generation](double end) {
                    if (instances_[i]->generation == gen) end_step(i, end);

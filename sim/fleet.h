@@ -163,6 +163,9 @@ class Fleet {
   ReplicaCount count_replicas(const Pool& pool) const;
   bool requests_outstanding() const;
   void kick(int i, double now);
+  // A step's start on instance i that stays on it: schedule, execute, stragglers;
+  // false when nothing was scheduled (throws on a deadlock).
+  bool plan_step(int i, double now);
   void start_step(int i, double now);
   void end_step(int i, double end);
   void hand_off(int from, HandOff h, double now, double overlap_s);

@@ -24,7 +24,6 @@
 #include <stdexcept>
 #include <thread>
 
-#include "engine/common/config_error.h"
 #include "sim/fleet_state.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -167,22 +166,12 @@ void Fleet::step_window(int i) {
 void Fleet::window_start(int i, double now) {
   Instance& inst = *instances_[i];
   Instance::WindowEvent& ev = inst.window.back();
-  Engine& engine = *inst.engine;
-  engine.begin_step(now, inst.plan);
-  for (const auto& seq : engine.scheduler().cancelled()) {
+  const bool started = plan_step(i, now);
+  for (const auto& seq : inst.engine->scheduler().cancelled()) {
     if (options_.log_events) inst.logs.emplace_back(RequestEvent::Kind::Cancel, seq->id());
     ++ev.cancelled;
   }
-  if (inst.plan.empty()) {
-    if (engine.has_unfinished() && engine.kv_cache().num_exports() == 0 && engine.num_importing() == 0)
-      throw ConfigError("scheduler: instance " + std::to_string(i) +
-                        " could schedule nothing although requests wait (configuration deadlock)");
-    return;
-  }
-  inst.busy = true;
-  engine.executor().execute(inst.plan.batch, inst.result);
-  for (const FaultConfig::Slowdown& s : inst.slow)
-    if (now >= s.t0 && now < s.t1) inst.result.duration_s *= s.factor;
+  if (!started) return;
   ev.spawns = true;
   ev.spawn_t = now + inst.result.duration_s;
 }
