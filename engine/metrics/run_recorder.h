@@ -12,30 +12,32 @@
 namespace testbed {
 
 struct RequestRecord {
+  // 8-byte fields first, then 4-byte ones, then flags: 128 bytes a request, no padding inside.
   int64_t id = 0;
-  int32_t instance = 0;
   double arrival_s = 0, first_token_s = 0, finish_s = 0;
+  // Wall-clock runs with the ingress cache: its measured embedding + lookup seconds (-1: not looked up).
+  double ingress_s = -1;
+  // Disaggregated runs: back-pressure wait (first token -> transfer start), transfer time and size
+  // (prefill_instance below: -1, none; `instance` did it all).
+  double handoff_wait_s = 0, transfer_s = 0;
+  int64_t transfer_bytes = 0;
+  int32_t instance = 0;
   int32_t prompt_tokens = 0, cached_tokens = 0, output_tokens = 0, preemptions = 0;
   int32_t restarts = 0;  // times it started over because its instance failed
   int32_t request_class = -1, routed_class = -1;  // model routing: its class, the class of the pool that served it
-  bool quality_failure = false;
   // Answered by the ingress cache (instance -1): 1 exact, 2 semantic; false_hit: a semantic answer of another intent.
   int32_t answered_by = 0;
-  bool false_hit = false;
-  // Wall-clock runs with the ingress cache: its measured embedding + lookup seconds (-1: not looked up).
-  double ingress_s = -1;
-  // Disaggregated runs: the prefill instance (-1: none, `instance` did it all),
-  // back-pressure wait (first token -> transfer start), transfer time and size.
   int32_t prefill_instance = -1;
-  double handoff_wait_s = 0, transfer_s = 0;
-  int64_t transfer_bytes = 0;
   int32_t transfer_blocks = 0, reused_blocks = 0;
   int32_t spec_drafted = 0, spec_accepted = 0, spec_steps = 0;  // speculative decoding: drafts verified / accepted, steps
+  bool quality_failure = false;
+  bool false_hit = false;
   double ttft_s() const { return first_token_s - arrival_s; }
   double e2e_s() const { return finish_s - arrival_s; }
   // Time per output token after the first; NaN for one-token outputs and cache answers.
   double tpot_s() const;
 };
+static_assert(sizeof(RequestRecord) == 128, "RequestRecord: a field added? keep it packed (README, Fleet scale)");
 
 // A request that ended unfinished (cancelled by its client, or lost with a failed instance).
 struct CancelRecord {
