@@ -33,7 +33,7 @@ class EventLoop {
   double now() const { return now_; }
   bool empty() const { return queue_.empty(); }
   int64_t num_processed() const { return num_processed_; }
-  // Runs the next event; false when none is left.
+  // Runs the next event (its handler gets the event's time); false when none is left.
   bool step();
   // Runs every event with time <= t, then sets now to t.
   void run_until(double t);
@@ -62,6 +62,10 @@ class EventLoop {
   void replayed(double time);
   // A taken event that does nothing ran.
   void skipped() { ++num_processed_; }
+  // The clock has reached t (a window's skipped events, after its replay).
+  void reached(double t) {
+    if (t > now_) now_ = t;
+  }
 
  private:
   struct Event {

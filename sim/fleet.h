@@ -136,6 +136,7 @@ class Fleet {
   void window_start(int i, double now);
   void window_end(int i, double end);
   void replay_window();
+  void keep_log(Instance& inst, RequestEvent::Kind kind, int64_t request);
   bool in_window(double t, int rank) const {
     return !window_has_limit_ || t < window_limit_t_ || (t == window_limit_t_ && rank < window_limit_rank_);
   }

@@ -40,7 +40,8 @@ struct Fleet::Instance {
     bool spawns = false;         // it scheduled the end of a step at spawn_t
     bool spawn_in_window = false;  // ... which is the next of this list
     double spawn_t = 0.0;
-    int64_t finished = 0, cancelled = 0;
+    int64_t finished = 0;
+    int64_t cancelled = 0, cancelled_later = 0;  // in the step that ended / the step that started
     size_t sink_end = 0, kv_end = 0, log_end = 0;
     std::exception_ptr error;  // what it threw (rethrown where one thread would have)
   };
@@ -49,8 +50,15 @@ struct Fleet::Instance {
   EventForwarder* forwarder = nullptr;      // its KV events' way to the router (none: the router takes none)
   std::unique_ptr<DeferredSink> deferred;  // lent to the engine while its worker runs
   std::vector<KvEvent> kv_buffer;          // its KV events for the router, in order
-  size_t kv_delivered = 0;
-  std::vector<std::pair<RequestEvent::Kind, int64_t>> logs;  // (kind, request) at the event's time
+  std::vector<size_t> kv_batches;          // where each batch the engine published ends
+  size_t kv_delivered = 0, kv_batches_delivered = 0;
+  // The event log's entries at the event's time, each after the sink's reports before it (sink_mark).
+  struct Log {
+    RequestEvent::Kind kind;
+    int64_t request;
+    size_t sink_mark;
+  };
+  std::vector<Log> logs;
   size_t logs_delivered = 0;
 };
 
@@ -84,14 +92,16 @@ class Fleet::EventForwarder : public KvEventListener {
  public:
   EventForwarder(Fleet& fleet, Router& router, int local) : fleet_(fleet), router_(router), local_(local) {}
   void on_kv_event(const KvEvent& e) override {
-    if (buffer)
+    if (buffer) {
       buffer->push_back(e);
-    else
+      batches->push_back(buffer->size());
+    } else
       fleet_.forward_kv_event(router_, local_, e);
   }
   void on_kv_events(const KvEvent* events, size_t n) override {
     if (buffer) {
       buffer->insert(buffer->end(), events, events + n);
+      batches->push_back(buffer->size());
       return;
     }
     deliver(events, n);
@@ -105,6 +115,7 @@ class Fleet::EventForwarder : public KvEventListener {
 
   // A worker's window (Fleet::run_windows): events are kept here, delivered at the replay.
   std::vector<KvEvent>* buffer = nullptr;
+  std::vector<size_t>* batches = nullptr;  // where each call's events end in buffer
 
  private:
   Fleet& fleet_;

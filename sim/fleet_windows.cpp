@@ -41,12 +41,14 @@ namespace testbed {
 class Fleet::WindowTeam {
  public:
   WindowTeam(Fleet& fleet, int workers) : fleet_(fleet) {
-    for (int k = 0; k < workers; ++k) threads_.emplace_back([this] { work(); });
+    try {
+      for (int k = 0; k < workers; ++k) threads_.emplace_back([this] { work(); });
+    } catch (...) {  // a thread could not start: the others stop before the error leaves
+      stop();
+      throw;
+    }
   }
-  ~WindowTeam() {
-    stop_.store(true, std::memory_order_release);
-    for (std::thread& t : threads_) t.join();
-  }
+  ~WindowTeam() { stop(); }
   WindowTeam(const WindowTeam&) = delete;
   WindowTeam& operator=(const WindowTeam&) = delete;
 
@@ -59,13 +61,27 @@ class Fleet::WindowTeam {
     take(work);
     const int n = static_cast<int>(threads_.size());
     for (int spins = 0; done_.load(std::memory_order_acquire) != n; ++spins) wait(spins);
+    if (failed_.load(std::memory_order_acquire)) std::rethrow_exception(error_);  // the run ends: no reset
   }
 
  private:
+  void stop() {
+    stop_.store(true, std::memory_order_release);
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+  // A step's own errors are kept with its event (step_window); what escapes
+  // that (memory running out) is kept here and rethrown by run().
   void take(const std::vector<int>& work) {
-    const size_t n = work.size();
-    for (size_t k = next_.fetch_add(1, std::memory_order_relaxed); k < n; k = next_.fetch_add(1, std::memory_order_relaxed))
-      fleet_.step_window(work[k]);
+    try {
+      const size_t n = work.size();
+      for (size_t k = next_.fetch_add(1, std::memory_order_relaxed); k < n;
+           k = next_.fetch_add(1, std::memory_order_relaxed))
+        fleet_.step_window(work[k]);
+    } catch (...) {
+      if (!failed_.exchange(true, std::memory_order_acq_rel)) error_ = std::current_exception();
+      next_.store(work.size(), std::memory_order_relaxed);  // the others stop taking
+    }
   }
   static void wait(int spins) {
     if (spins < 256)
@@ -94,6 +110,8 @@ class Fleet::WindowTeam {
   std::atomic<size_t> next_{0};
   std::atomic<int> done_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<bool> failed_{false};
+  std::exception_ptr error_;
 };
 
 void Fleet::run_windows() {
@@ -104,11 +122,13 @@ void Fleet::run_windows() {
       continue;
     }
     window_.clear();
+    double skipped_t = -1.0;  // the clock passes the skipped events' times too, after the replay
     while (loop_.next_is_owned()) {
       const EventLoop::Owned o = loop_.take_owned();
       Instance& inst = *instances_[o.owner];
       if (o.rank == kRankStepEnd && o.tag != inst.generation) {  // the end of a step its failure dropped
         loop_.skipped();
+        skipped_t = std::max(skipped_t, o.time);
         continue;
       }
       if (!inst.window.empty()) throw std::logic_error("Fleet: two pending events of instance " + std::to_string(o.owner));
@@ -125,6 +145,7 @@ void Fleet::run_windows() {
     else if (!window_.empty())
       team.run(window_);
     replay_window();
+    loop_.reached(skipped_t);
   }
 }
 
@@ -134,7 +155,10 @@ void Fleet::step_window(int i) {
   Instance& inst = *instances_[i];
   MetricsSink* sink = inst.engine->sink();
   if (sink) inst.engine->set_sink(inst.deferred.get());
-  if (inst.forwarder) inst.forwarder->buffer = &inst.kv_buffer;
+  if (inst.forwarder) {
+    inst.forwarder->buffer = &inst.kv_buffer;
+    inst.forwarder->batches = &inst.kv_batches;
+  }
   for (size_t k = 0; k < inst.window.size(); ++k) {
     Instance::WindowEvent& ev = inst.window[k];
     try {
@@ -158,7 +182,10 @@ void Fleet::step_window(int i) {
       inst.window.push_back(next);  // ev is not used past here
     }
   }
-  if (inst.forwarder) inst.forwarder->buffer = nullptr;
+  if (inst.forwarder) {
+    inst.forwarder->buffer = nullptr;
+    inst.forwarder->batches = nullptr;
+  }
   if (sink) inst.engine->set_sink(sink);
 }
 
@@ -168,8 +195,8 @@ void Fleet::window_start(int i, double now) {
   Instance::WindowEvent& ev = inst.window.back();
   const bool started = plan_step(i, now);
   for (const auto& seq : inst.engine->scheduler().cancelled()) {
-    if (options_.log_events) inst.logs.emplace_back(RequestEvent::Kind::Cancel, seq->id());
-    ++ev.cancelled;
+    if (options_.log_events) keep_log(inst, RequestEvent::Kind::Cancel, seq->id());
+    ++(ev.progress ? ev.cancelled_later : ev.cancelled);  // after a step's end: counted after the progress call
   }
   if (!started) return;
   ev.spawns = true;
@@ -186,9 +213,9 @@ void Fleet::window_end(int i, double end) {
   inst.busy_s += end - out.start_s;
   if (options_.log_events)
     for (const SeqOutcome& o : out.seqs) {
-      if (o.first_token) inst.logs.emplace_back(RequestEvent::Kind::FirstToken, o.seq->id());
-      if (o.finished) inst.logs.emplace_back(RequestEvent::Kind::Finish, o.seq->id());
-      if (o.cancelled) inst.logs.emplace_back(RequestEvent::Kind::Cancel, o.seq->id());
+      if (o.first_token) keep_log(inst, RequestEvent::Kind::FirstToken, o.seq->id());
+      if (o.finished) keep_log(inst, RequestEvent::Kind::Finish, o.seq->id());
+      if (o.cancelled) keep_log(inst, RequestEvent::Kind::Cancel, o.seq->id());
     }
   if (!out.handed_off.empty())
     throw std::logic_error("fleet: instance " + std::to_string(i) + " handed a sequence off outside a prefill pool");
@@ -196,6 +223,10 @@ void Fleet::window_end(int i, double end) {
   ev.cancelled += out.num_cancelled;
   ev.progress = true;
   if (inst.engine->has_unfinished()) window_start(i, end);
+}
+
+void Fleet::keep_log(Instance& inst, RequestEvent::Kind kind, int64_t request) {
+  inst.logs.push_back(Instance::Log{kind, request, inst.deferred ? inst.deferred->size() : 0});
 }
 
 void Fleet::replay_window() {
@@ -225,19 +256,25 @@ void Fleet::replay_window() {
     const Instance::WindowEvent& ev = inst.window[x.k];
     loop_.replayed(ev.t);
     touch(x.instance);
-    if (inst.deferred) inst.deferred->deliver(ev.sink_end);
-    if (ev.kv_end > inst.kv_delivered) {
-      inst.forwarder->deliver(inst.kv_buffer.data() + inst.kv_delivered, ev.kv_end - inst.kv_delivered);
-      inst.kv_delivered = ev.kv_end;
-    }
+    // The sink hears the step's reports and the log's entries interleaved as they were made.
     for (; inst.logs_delivered < ev.log_end; ++inst.logs_delivered) {
-      const auto& [kind, request] = inst.logs[inst.logs_delivered];
-      log(kind, ev.t, request, x.instance);
+      const Instance::Log& l = inst.logs[inst.logs_delivered];
+      if (inst.deferred) inst.deferred->deliver(l.sink_mark);
+      log(l.kind, ev.t, l.request, x.instance);
+    }
+    if (inst.deferred) inst.deferred->deliver(ev.sink_end);
+    // The router hears the KV events in the batches the engine published.
+    for (; inst.kv_batches_delivered < inst.kv_batches.size() && inst.kv_batches[inst.kv_batches_delivered] <= ev.kv_end;
+         ++inst.kv_batches_delivered) {
+      const size_t end = inst.kv_batches[inst.kv_batches_delivered];
+      inst.forwarder->deliver(inst.kv_buffer.data() + inst.kv_delivered, end - inst.kv_delivered);
+      inst.kv_delivered = end;
     }
     finished_ += ev.finished;
     cancelled_ += ev.cancelled;
-    if (ev.error) std::rethrow_exception(ev.error);
     if (ev.progress && *progress_) (*progress_)(finished_ + cancelled_, total_ >= 0 ? total_ : added_);
+    cancelled_ += ev.cancelled_later;
+    if (ev.error) std::rethrow_exception(ev.error);
     if (!ev.spawns) continue;
     const uint64_t seq = loop_.take_seq();
     if (ev.spawn_in_window) {
@@ -255,7 +292,8 @@ void Fleet::replay_window() {
     inst.window.clear();
     if (inst.deferred) inst.deferred->clear();
     inst.kv_buffer.clear();
-    inst.kv_delivered = 0;
+    inst.kv_batches.clear();
+    inst.kv_delivered = inst.kv_batches_delivered = 0;
     inst.logs.clear();
     inst.logs_delivered = 0;
   }

@@ -56,6 +56,7 @@ class RunRecorder : public MetricsSink {
 
   void on_arrival(int instance, const Sequence& seq, double t) override;
   void on_step(const StepRecord& step) override;
+  // (on_first_token is not overridden: a first token is in the finish record. Override it, and RecorderShard must keep it too.)
   void on_token(int instance, const Sequence& seq, double t, double gap_s) override;
   void on_finish(int instance, const Sequence& seq, double t) override;
   void on_cancel(int instance, const Sequence& seq, double t, CancelReason reason) override;

@@ -8,6 +8,7 @@
 #include "engine/metrics/run_recorder.h"
 #include "sim/cost_model.h"
 #include "sim/event_loop.h"
+#include "sim/faults.h"
 #include "sim/fleet.h"
 #include "sim/sim_executor.h"
 #include "sim/simulated_driver.h"
@@ -62,7 +63,7 @@ struct Outcome {
 // `n` instances behind `router`; every engine reports to one recorder (steps and events kept).
 // fail_at[i] > 0: instance i's executor raises an error at that step.
 Outcome run(int threads, int n, const std::string& router, std::vector<Request> requests, int num_blocks = 400,
-            const std::vector<int>& fail_at = {}) {
+            const std::vector<int>& fail_at = {}, const FaultConfig& faults = {}) {
   const ModelConfig model = test::micro_model(1000);
   CostModelConfig cm;
   set_options(cm, {{"cost_model.prefill_token_s", "2e-4"}, {"cost_model.decode_seq_s", "1e-4"}});
@@ -90,6 +91,7 @@ Outcome run(int threads, int n, const std::string& router, std::vector<Request> 
   options.sink = &rec;
   options.log_events = true;
   options.threads = threads;
+  options.faults = faults;
   Fleet fleet(std::move(pools), options);
   ListSource source(std::move(requests));
   Outcome out;
@@ -261,4 +263,23 @@ TEST_CASE("an error a worker meets is the one-thread error, the first in time", 
   CHECK(messages[0] == "instance 2 failed its step");
   CHECK(messages[1] == messages[0]);
   CHECK(messages[2] == messages[0]);
+}
+
+TEST_CASE("the clock ends where one thread's does: a dropped step end, late KV events", "[fleet][threads]") {
+  // Request 1's prefill on instance 1 (0.5 to 0.66 s) is in flight when the instance fails at 0.55 s: its end,
+  // dropped, is the last event of the run (request 0 is done on instance 0 by then).
+  std::vector<Request> requests = simultaneous(2, 100, 4);
+  requests[1].prompt.assign(800, 9);
+  requests[1].max_output_tokens = 40;
+  FaultConfig lose;
+  set_options(lose, {{"fault.fail", "1@0.55"}, {"fault.on_failure", "lose"}});
+  const Outcome one = run(1, 2, "round_robin", requests, 400, {}, lose);
+  CHECK(one.stats.simulated_s > 0.65);
+  check_same(one, run(2, 2, "round_robin", requests, 400, {}, lose));
+  // Index events 1 ms late: the last ones land after the last step end.
+  FaultConfig late;
+  set_options(late, {{"fault.kv_event_delay_s", "0.001"}});
+  const std::vector<Request> shared = test::shared_prefix_requests(60, 256, 48, 6, 1000, 5, 0.003);
+  const Outcome late_one = run(1, 4, "prefix_precise", shared, 400, {}, late);
+  check_same(late_one, run(2, 4, "prefix_precise", shared, 400, {}, late));
 }
