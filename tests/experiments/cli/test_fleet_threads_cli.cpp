@@ -91,7 +91,10 @@ TEST_CASE("fleet.threads refuses what a worker cannot do, naming the key", "[cli
       {"run experiments/prefix_routing.ini --fleet.threads=0", "must be in [1, 64]"},
       {"run experiments/prefix_routing.ini --fleet.threads=65", "must be in [1, 64]"},
       {"run experiments/pd_speed.ini --fleet.threads=2", "hands KV over"},
-      {"run experiments/autoscale.ini --fleet.threads=2", "autoscales"},
+      // (experiments/autoscale.ini replays a trace from ../shared, which a fresh clone may lack)
+      {"run experiments/prefix_routing.ini --autoscale.policy=target --autoscale.signal=active_seqs"
+       " --autoscale.target=32 --fleet.threads=2",
+       "autoscales"},
       {"run experiments/prefix_routing.ini --ingress.semantic_cache=true --fleet.threads=2", "ingress cache"},
       {"run experiments/quickstart.ini --fleet.threads=2", "driver.mode = simulated"},
   };
