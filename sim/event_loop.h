@@ -52,6 +52,12 @@ class EventLoop {
   bool next_is_owned() const { return !queue_.empty() && queue_.top().owner >= 0; }
   // Pops the next event (owned) without running it; replayed() or skipped() counts it.
   Owned take_owned();
+  // The loop's order: event a (time, rank, seq) runs after event b.
+  static bool runs_after(double ta, int ra, uint64_t sa, double tb, int rb, uint64_t sb) {
+    if (ta != tb) return ta > tb;
+    if (ra != rb) return ra > rb;
+    return sa > sb;
+  }
   // The (time, rank) of the next event; false when none is left.
   bool peek(double& time, int& rank) const;
   // The sequence number the next at() would take, taken.
@@ -78,9 +84,7 @@ class EventLoop {
   };
   struct Later {
     bool operator()(const Event& a, const Event& b) const {
-      if (a.time != b.time) return a.time > b.time;
-      if (a.rank != b.rank) return a.rank > b.rank;
-      return a.seq > b.seq;
+      return runs_after(a.time, a.rank, a.seq, b.time, b.rank, b.seq);
     }
   };
   std::priority_queue<Event, std::vector<Event>, Later> queue_;

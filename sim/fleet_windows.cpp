@@ -239,9 +239,7 @@ void Fleet::replay_window() {
   };
   struct Later {
     bool operator()(const Next& a, const Next& b) const {
-      if (a.t != b.t) return a.t > b.t;
-      if (a.rank != b.rank) return a.rank > b.rank;
-      return a.seq > b.seq;
+      return EventLoop::runs_after(a.t, a.rank, a.seq, b.t, b.rank, b.seq);
     }
   };
   std::priority_queue<Next, std::vector<Next>, Later> merge;

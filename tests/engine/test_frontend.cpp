@@ -15,19 +15,6 @@ using namespace testbed::test;
 
 namespace {
 
-class ListSource : public RequestSource {
- public:
-  explicit ListSource(std::vector<Request> r) : requests_(std::move(r)) {}
-  std::optional<Request> next() override {
-    if (next_ == requests_.size()) return std::nullopt;
-    return requests_[next_++];
-  }
-
- private:
-  std::vector<Request> requests_;
-  size_t next_ = 0;
-};
-
 struct Run {
   std::vector<RequestRecord> requests;
   std::map<int64_t, std::vector<int32_t>> tokens;

@@ -50,20 +50,6 @@ double cosine(const std::vector<float>& a, const std::vector<float>& b) {
   return ab / std::sqrt(aa * bb);
 }
 
-class ListSource : public RequestSource {
- public:
-  explicit ListSource(std::vector<Request> r) : r_(std::move(r)) {}
-  std::optional<Request> next() override {
-    if (i_ >= r_.size()) return std::nullopt;
-    return r_[i_++];
-  }
-  int64_t size_hint() const override { return static_cast<int64_t>(r_.size()); }
-
- private:
-  std::vector<Request> r_;
-  size_t i_ = 0;
-};
-
 // A RunRecorder that also logs, in order, each lookup's outcome (an engine
 // arrival is a miss, a cache answer a hit) and each finish.
 class LoggingRecorder : public RunRecorder {

@@ -18,19 +18,6 @@ using namespace testbed;
 
 namespace {
 
-class ListSource : public RequestSource {
- public:
-  explicit ListSource(std::vector<Request> requests) : requests_(std::move(requests)) {}
-  std::optional<Request> next() override {
-    if (next_ == requests_.size()) return std::nullopt;
-    return requests_[next_++];
-  }
-
- private:
-  std::vector<Request> requests_;
-  size_t next_ = 0;
-};
-
 // The simulated executor, but its `fail_at`-th step raises an error naming the instance.
 class FailingExecutor : public Executor {
  public:
@@ -93,7 +80,7 @@ Outcome run(int threads, int n, const std::string& router, std::vector<Request> 
   options.threads = threads;
   options.faults = faults;
   Fleet fleet(std::move(pools), options);
-  ListSource source(std::move(requests));
+  test::ListSource source(std::move(requests));
   Outcome out;
   out.stats = fleet.run(source, nullptr);
   out.requests = rec.requests();

@@ -3,12 +3,14 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/cpu_executor.h"
 #include "engine/engine.h"
+#include "engine/request_source.h"
 #include "engine/metrics/run_recorder.h"
 #include "engine/model/llama_weights.h"
 #include "engine/model/model_config.h"
@@ -33,6 +35,21 @@ inline std::vector<int32_t> random_tokens(Rng& rng, int n, int vocab) {
   for (auto& x : t) x = static_cast<int32_t>(rng.below(vocab));
   return t;
 }
+
+// Requests from a list, in its order (arrival_s must not decrease).
+class ListSource : public RequestSource {
+ public:
+  explicit ListSource(std::vector<Request> r) : r_(std::move(r)) {}
+  std::optional<Request> next() override {
+    if (i_ >= r_.size()) return std::nullopt;
+    return r_[i_++];
+  }
+  int64_t size_hint() const override { return static_cast<int64_t>(r_.size()); }
+
+ private:
+  std::vector<Request> r_;
+  size_t i_ = 0;
+};
 
 // Requests sharing a prefix, with staggered arrivals.
 inline std::vector<Request> shared_prefix_requests(int n, int prefix_len, int unique_len, int output_len, int vocab,
