@@ -80,6 +80,17 @@ RooflineCostModel::RooflineCostModel(HardwareSpec hardware, ModelConfig model, i
   attn_flops_ = hw_.attention_flops(model_.torch_dtype);
   bandwidth_ = hw_.achieved_bandwidth();
   kv_bandwidth_ = hw_.achieved_kv_bandwidth();
+  // What every step reads of the model, once: the lookups behind these
+  // (dtype names, precision strings) were a tenth of a simulated step.
+  split_ = tp_split(model_, tp_);
+  weight_bytes_ = model_.linear_weight_bytes();
+  act_bytes_ = activation_bytes(model_);
+  lm_weight_bytes_ = model_.other_weight_bytes();
+  dense_layers_ = model_.num_dense_mlp_layers();
+  moe_layers_ = model_.num_moe_layers();
+  const MoeConfig& moe = model_.moe;
+  moe_width_ = (static_cast<double>(moe.experts_per_token) * moe.expert_intermediate +
+                static_cast<double>(moe.num_shared_experts) * moe.shared_intermediate) / tp_;
 }
 
 double RooflineCostModel::all_reduce_s(double bytes) const {
@@ -92,10 +103,10 @@ double RooflineCostModel::all_reduce_s(double bytes) const {
 StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
   StepCost cost;
   if (shape.empty()) return cost;
-  const TpSplit s = tp_split(model_, tp_);
+  const TpSplit& s = split_;
   const double L = s.layers, h = s.hidden, d = s.head_dim, I = s.inter, V = s.vocab;
   const double qd = s.q_heads * d, kvd = s.kv_heads * d;
-  const double wb = model_.linear_weight_bytes(), ab = activation_bytes(model_);
+  const double wb = weight_bytes_, ab = act_bytes_;
 
   double T = 0, rows = 0;  // new tokens, sampling rows
   double prefill_flops = 0, prefill_bytes = 0, decode_flops = 0, decode_bytes = 0;
@@ -124,7 +135,7 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
   size_t k = 0;
   cost.ops[k++] = gemm("qkv_proj", T, h, qd + 2 * kvd, L);  // fused QKV, column-parallel
   cost.ops[k++] = gemm("o_proj", T, qd, h, L);              // row-parallel
-  const double Ld = model_.num_dense_mlp_layers(), Lm = model_.num_moe_layers();
+  const double Ld = dense_layers_, Lm = moe_layers_;
   OpCost gate_up = gemm("mlp_gate_up", T, h, 2 * I, Ld);  // fused gate+up, column-parallel
   OpCost down = gemm("mlp_down", T, I, h, Ld);            // row-parallel
   if (Lm > 0) add_experts(T, Lm, gate_up, down);
@@ -132,7 +143,7 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
   cost.ops[k++] = down;
   // The LM head keeps 16-bit weights and runs at the 16-bit peak whatever model.precision is.
   OpCost lm = rows > 0 ? make_op("lm_head", true, 2 * rows * h * V,
-                                 h * V * model_.other_weight_bytes() + rows * h * ab + rows * V * ab, lm_flops_,
+                                 h * V * lm_weight_bytes_ + rows * h * ab + rows * V * ab, lm_flops_,
                                  bandwidth_)
                        : make_op("lm_head", true, 0, 0, 1, 1);
   lm.bytes += rows * V * 4;  // fp32 logits written for the sampler
@@ -143,11 +154,8 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
   // Memory-bound glue, per layer: two fused add+RMSNorms (read x and residual,
   // write both: 4h) and SwiGLU (read gate and up, write one: 3I); plus the
   // embedding rows gathered and the final norm.
-  const MoeConfig& moe = model_.moe;
-  const double moe_width = (static_cast<double>(moe.experts_per_token) * moe.expert_intermediate +
-                            static_cast<double>(moe.num_shared_experts) * moe.shared_intermediate) / tp_;
   const double glue_bytes =
-      L * T * ab * 8 * h + T * ab * 3 * (Ld * I + Lm * moe_width) + T * h * (wb + 2 * ab);
+      L * T * ab * 8 * h + T * ab * 3 * (Ld * I + Lm * moe_width_) + T * h * (wb + 2 * ab);
   cost.ops[k++] = make_op("elementwise", false, 0, glue_bytes, gemm_flops_, bandwidth_);
 
   for (const OpCost& o : cost.ops) {
@@ -211,7 +219,7 @@ double RooflineCostModel::busiest_group_pairs(double tokens) const {
 void RooflineCostModel::add_experts(double T, double layers, OpCost& gate_up, OpCost& down) const {
   const MoeConfig& m = model_.moe;
   const double h = model_.hidden_size, E = m.num_experts, Ie = m.expert_intermediate;
-  const double wb = model_.linear_weight_bytes(), ab = activation_bytes(model_), tp = tp_, ep = ep_;
+  const double wb = weight_bytes_, ab = act_bytes_, tp = tp_, ep = ep_;
   const double touched = experts_touched(T);
   // Routed experts over ep expert groups of tp / ep GPUs each (ep = 1: every
   // expert split TP ways): a GPU holds E / ep experts, each split tp / ep ways.

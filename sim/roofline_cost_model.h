@@ -33,6 +33,7 @@
 #include "engine/model/model_config.h"
 #include "sim/cost_model.h"
 #include "sim/hardware_spec.h"
+#include "sim/memory_planner.h"
 
 namespace testbed {
 
@@ -105,6 +106,8 @@ class RooflineCostModel : public CostModel {
   int tp_, ep_;
   bool w4a16_ = false;  // model.precision = w4a16: dequantization costs ALU time per 64-row tile
   double gemm_flops_, lm_flops_, attn_flops_, bandwidth_, kv_bandwidth_, dequant_ops_ = 1;
+  TpSplit split_{};  // of model_ over tp_, and the model's byte widths and layer counts
+  double weight_bytes_ = 0, act_bytes_ = 0, lm_weight_bytes_ = 0, dense_layers_ = 0, moe_layers_ = 0, moe_width_ = 0;
 };
 
 DecodeCrossover decode_crossover(const HardwareSpec& hardware, const ModelConfig& model, int tensor_parallel,
