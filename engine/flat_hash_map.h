@@ -48,6 +48,22 @@ class FlatHashMap64 {
     return slots_[i].value;
   }
 
+  // Inserts key -> value when key is absent (true); leaves the map as it is
+  // when present (false). One probe, where contains() then operator[] take two.
+  bool insert_new(uint64_t key, const V& value) {
+    size_t i = key & mask_;
+    for (; slots_[i].key != kEmpty; i = (i + 1) & mask_)
+      if (slots_[i].key == key) return false;
+    if ((size_ + 1) * 10 > slots_.size() * 7) {  // grows exactly when operator[] would
+      rehash(slots_.size() * 2);
+      for (i = key & mask_; slots_[i].key != kEmpty;) i = (i + 1) & mask_;
+    }
+    slots_[i].key = key;
+    slots_[i].value = value;
+    ++size_;
+    return true;
+  }
+
   bool erase(uint64_t key) {
     size_t i = key & mask_;
     for (;; i = (i + 1) & mask_) {

@@ -69,11 +69,7 @@ bool KvCacheManager::can_allocate(const Sequence& seq, int num_new_tokens, const
 bool KvCacheManager::append_blocks(Sequence& seq, int target) {
   const int have = static_cast<int>(seq.block_table.size());
   if (target - have > num_free_) return false;
-  for (int i = have; i < target; ++i) {
-    const int b = take_free_block();
-    blocks_[b].ref_count = 1;
-    seq.block_table.push_back(b);
-  }
+  take_free_blocks(seq.block_table, target - have);
   return true;
 }
 
@@ -89,11 +85,8 @@ bool KvCacheManager::allocate(Sequence& seq, int num_new_tokens, const PrefixHit
     seq.num_committed_blocks = static_cast<int>(hit.blocks.size());
   }
   const int target = blocks_needed(seq.num_computed_tokens + num_new_tokens);
-  while (static_cast<int>(seq.block_table.size()) < target) {
-    const int b = take_free_block();
-    blocks_[b].ref_count = 1;
-    seq.block_table.push_back(b);
-  }
+  const int have = static_cast<int>(seq.block_table.size());
+  if (target > have) take_free_blocks(seq.block_table, target - have);
   return true;
 }
 
@@ -119,12 +112,11 @@ void KvCacheManager::commit_new_blocks(Sequence& seq) {
     const uint64_t h = hashes[i];
     // Another sequence may have computed the same block meanwhile: keep the
     // first copy registered; ours stays anonymous and is reused first.
-    if (cached_.contains(h)) continue;
+    if (!cached_.insert_new(h, seq.block_table[i])) continue;
     Block& block = blocks_[seq.block_table[i]];
     block.has_hash = true;
     block.first_block = i == 0;
     block_hash_[seq.block_table[i]] = h;
-    cached_[h] = seq.block_table[i];
     KvEvent ev;
     ev.kind = KvEvent::Kind::BlockStored;
     ev.block_hash = h;
@@ -245,6 +237,31 @@ void KvCacheManager::clear_cache() {
   KvEvent ev;
   ev.kind = KvEvent::Kind::AllCleared;
   publish(ev);
+}
+
+void KvCacheManager::take_free_blocks(std::vector<int32_t>& table, int n) {
+  // The free list's head holds the least recently used blocks, whose records,
+  // hashes and cache-table slots are all cold: evicting one after another
+  // waits for three misses each. Walk the n blocks first and start loading
+  // all of them, so the misses overlap; the takes below are unchanged.
+  constexpr int kMaxAhead = 64;
+  if (prefix_cache_ && n > 1) {
+    int ahead[kMaxAhead];
+    const int m = std::min(n, kMaxAhead);
+    int b = free_head_;
+    for (int i = 0; i < m; ++i) {
+      ahead[i] = b;
+      __builtin_prefetch(&block_hash_[b]);
+      b = blocks_[b].next;
+    }
+    for (int i = 0; i < m; ++i)
+      if (blocks_[ahead[i]].has_hash) cached_.prefetch(block_hash_[ahead[i]]);
+  }
+  for (int i = 0; i < n; ++i) {
+    const int b = take_free_block();
+    blocks_[b].ref_count = 1;
+    table.push_back(b);
+  }
 }
 
 int KvCacheManager::take_free_block() {

@@ -165,6 +165,8 @@ class KvCacheManager {
   bool append_blocks(Sequence& seq, int target);
   void release_blocks(const std::vector<int32_t>& table);
   int take_free_block();
+  // Takes n blocks off the free list (n <= num_free_) onto the end of table, each with one reference.
+  void take_free_blocks(std::vector<int32_t>& table, int n);
   void touch(int block);
   void evict(int block);
   void push_free_back(int block);
