@@ -6,6 +6,7 @@
 #include "engine/common/config_error.h"
 #include "engine/common/option_table.h"
 #include "traces/generated_workload.h"
+#include "traces/random_tokens.h"
 
 namespace testbed {
 namespace {
@@ -33,9 +34,7 @@ class SharedPrefixWorkload : public GeneratedWorkload {
       : GeneratedWorkload(c, ctx), p_(p) {
     Rng prefix_rng(mix_seed(c.seed, 3));
     prefixes_.resize(p.num_prefixes);
-    for (auto& prefix : prefixes_)
-      for (int i = 0; i < p.shape.system_prompt_tokens; ++i)
-        prefix.push_back(static_cast<int32_t>(prefix_rng.below(ctx.vocab_size)));
+    for (auto& prefix : prefixes_) append_random_tokens(prefix, prefix_rng, p.shape.system_prompt_tokens, ctx.vocab_size);
   }
 
   void fill(Request& r) override {
@@ -43,8 +42,7 @@ class SharedPrefixWorkload : public GeneratedWorkload {
     // Room for the output too: the engine keeps generated tokens in this vector.
     r.prompt.reserve(prefix.size() + p_.shape.user_tokens + c_.output_tokens);
     r.prompt.assign(prefix.begin(), prefix.end());
-    for (int i = 0; i < p_.shape.user_tokens; ++i)
-      r.prompt.push_back(static_cast<int32_t>(rng_.below(ctx_.vocab_size)));
+    append_random_tokens(r.prompt, rng_, p_.shape.user_tokens, ctx_.vocab_size);
   }
 
  private:

@@ -106,8 +106,7 @@ class TraceSource : public RequestSource {
       arrivals_ = std::make_unique<ArrivalProcess>(p.arrivals, c.rate, c.burstiness, mix_seed(c.seed, 1),
                                                    "trace.arrivals");
     Rng prefix_rng(mix_seed(c.seed, 0x737973ULL));  // "sys"
-    for (int i = 0; i < p.system_prompt_tokens; ++i)
-      system_prompt_.push_back(static_cast<int32_t>(prefix_rng.below(ctx.vocab_size)));
+    append_random_tokens(system_prompt_, prefix_rng, p.system_prompt_tokens, ctx.vocab_size);
     const int64_t num_lines = count_nonblank_lines();
     in_.open(path_);
     require(static_cast<bool>(in_), path_key_, "cannot open trace file '" + path_ + "'");

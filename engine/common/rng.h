@@ -8,8 +8,10 @@
 
 namespace testbed {
 
+constexpr uint64_t kSplitmixGamma = 0x9E3779B97F4A7C15ULL;
+
 inline uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  uint64_t z = (state += kSplitmixGamma);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return z ^ (z >> 31);
@@ -25,6 +27,10 @@ class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
   uint64_t next_u64() { return splitmix64(state_); }
+  // The generator's position, and a jump past n draws: bulk generators
+  // (traces/random_tokens.h) compute draw i from the state directly.
+  uint64_t state() const { return state_; }
+  void skip(uint64_t n) { state_ += n * kSplitmixGamma; }
   // Uniform in [0, 1) with 53 random bits.
   double uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
   // Uniform integer in [0, n).

@@ -8,6 +8,7 @@
 
 #include "engine/common/option_table.h"
 #include "trace_test_util.h"
+#include "traces/random_tokens.h"
 
 using namespace testbed;
 using namespace testbed::test;
@@ -274,4 +275,25 @@ TEST_CASE("workload.num_priorities draws priorities without changing any other d
   WorkloadConfig bad = small("shared_prefix");
   bad.num_priorities = 0;
   CHECK_THAT(config_error_of([&] { bad.validate(); }), Catch::StartsWith("workload.num_priorities"));
+}
+
+TEST_CASE("append_random_tokens draws what Rng::below draws, token by token, and leaves the Rng where it would", "[traces]") {
+  // Lengths around the vector loop's width and the 512-token chunk; vocabularies
+  // from tiny to the largest int. The bulk copy runs whichever clone this CPU picks.
+  for (const int vocab : {1, 7, 32000, 128256, 2147483647})
+    for (const int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{511}, int64_t{512},
+                            int64_t{513}, int64_t{1500}}) {
+      Rng bulk(mix_seed(42, static_cast<uint64_t>(vocab) * 1000 + static_cast<uint64_t>(n)));
+      Rng one = bulk;
+      std::vector<int32_t> got = {-1};  // appended after what is there
+      append_random_tokens(got, bulk, n, vocab);
+      REQUIRE(got.size() == static_cast<size_t>(n) + 1);
+      CHECK(got[0] == -1);
+      for (int64_t i = 0; i < n; ++i) {
+        const auto want = static_cast<int32_t>(one.below(static_cast<uint64_t>(vocab)));
+        if (got[static_cast<size_t>(i) + 1] != want) FAIL("token " << i << " of " << n << " (vocab " << vocab << ")");
+        REQUIRE((want >= 0 && want < vocab));
+      }
+      CHECK(bulk.next_u64() == one.next_u64());
+    }
 }
