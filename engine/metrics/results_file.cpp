@@ -8,6 +8,7 @@
 #include <limits>
 #include <numeric>
 #include <stdexcept>
+#include <type_traits>
 
 #include "engine/common/config_error.h"
 #include "engine/metrics/units.h"
@@ -22,15 +23,30 @@ void set_unit(H5::DataSet& ds, const std::string& unit) {
   a.write(type, unit.empty() ? std::string(" ") : unit);
 }
 
+}  // namespace
+
+bool compressed_column(bool integral, size_t rows) {
+  // Deflate saves a fifth to a quarter of a column of doubles (times, seconds)
+  // at seven times the cost of writing it raw: on the Azure trace's single
+  // instance that was 30 ms of a 0.45 s run, for 0.2 MB. Doubles are
+  // compressed only where the file's size matters (a million rows and more);
+  // integer columns (ids, counts) always: they shrink 7x and cost little.
+  if (rows == 0) return false;
+  return integral || rows >= kCompressedFloatRows;
+}
+
+namespace {
+
 template <class T>
 void write_dataset(H5::H5File& file, const std::string& path, const std::vector<T>& v, const H5::PredType& type,
                    const std::string& unit) {
   hsize_t dims[1] = {v.size()};
   H5::DataSpace space(1, dims);
   H5::DSetCreatPropList props;
-  if (!v.empty()) {  // chunked + compressed: per-step tables of long simulations get large
+  if (compressed_column(std::is_integral<T>::value, v.size())) {  // chunked + compressed: per-step tables of long simulations get large
     hsize_t chunk[1] = {std::min<hsize_t>(v.size(), 65536)};
     props.setChunk(1, chunk);
+    props.setShuffle();  // bytes grouped by significance: integers shrink 7x instead of 4.7x, and deflate runs faster
     props.setDeflate(1);  // level 1: most of the saving, a fraction of level 4's time on million-row tables
   }
   H5::DataSet ds = file.createDataSet(path, type, space, props);

@@ -16,6 +16,7 @@
 //   /config    attributes: the resolved config, key -> value string
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,12 @@ std::vector<std::vector<ResultsAttr>> read_results_attrs(const std::string& path
 // Throws ConfigError naming the file, the group or the column when one is missing.
 std::vector<std::vector<double>> read_results_columns(const std::string& path, const std::string& group,
                                                       const std::vector<std::string>& names);
+
+// How a numeric column is stored: chunked, shuffled and deflated (level 1),
+// or contiguous and raw. Integer columns are compressed; columns of doubles
+// from kCompressedFloatRows rows on.
+constexpr size_t kCompressedFloatRows = size_t{1} << 20;
+bool compressed_column(bool integral, size_t rows);
 
 class ResultsFile {
  public:

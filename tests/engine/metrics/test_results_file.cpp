@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <set>
 #include <string>
 #include <vector>
@@ -195,6 +196,54 @@ TEST_CASE("results file columns and attributes read back with their values and t
   H5::Group a = file.openGroup("attrs_only");
   CHECK(members(a).empty());
   CHECK(read_double_attr(a, "x") == 0.125);
+}
+
+TEST_CASE("results columns: integers and long columns of doubles are shuffled and deflated, short doubles raw", "[metrics][results_file]") {
+  CHECK_FALSE(compressed_column(false, 0));
+  CHECK_FALSE(compressed_column(true, 0));
+  CHECK(compressed_column(true, 1));
+  CHECK_FALSE(compressed_column(false, kCompressedFloatRows - 1));
+  CHECK(compressed_column(false, kCompressedFloatRows));
+
+  ScratchDir scratch("filters");
+  const std::string path = scratch.file("run.h5");
+  std::vector<double> long_doubles(kCompressedFloatRows);
+  for (size_t i = 0; i < long_doubles.size(); ++i) long_doubles[i] = 0.001 * static_cast<double>(i % 5000);
+  std::vector<int64_t> ids(70000);
+  std::iota(ids.begin(), ids.end(), int64_t{0});
+  const std::vector<double> short_doubles(70000, 2.5);
+  {
+    ResultsFile f(path);
+    f.add_column("t", "long_doubles", "s", long_doubles);
+    f.add_column("t", "short_doubles", "s", short_doubles);
+    f.add_column("t", "ids", "1", ids);
+    f.add_column("t", "counts", "1", std::vector<int32_t>{3, 1, 2});
+    f.commit();
+  }
+  H5::H5File file(path, H5F_ACC_RDONLY);
+  H5::Group t = file.openGroup("t");
+  const auto filters = [&](const std::string& name) {
+    H5::DSetCreatPropList p = t.openDataSet(name).getCreatePlist();
+    std::vector<H5Z_filter_t> out;
+    for (int i = 0; i < p.getNfilters(); ++i) {
+      unsigned int flags = 0;
+      size_t n = 0;
+      unsigned int info = 0;
+      char label[32];
+      out.push_back(p.getFilter(i, flags, n, nullptr, sizeof label, label, info));
+    }
+    return out;
+  };
+  const std::vector<H5Z_filter_t> shuffled_deflated = {H5Z_FILTER_SHUFFLE, H5Z_FILTER_DEFLATE};
+  CHECK(filters("long_doubles") == shuffled_deflated);
+  CHECK(filters("ids") == shuffled_deflated);
+  CHECK(filters("counts") == shuffled_deflated);
+  CHECK(filters("short_doubles").empty());
+  CHECK(t.openDataSet("short_doubles").getCreatePlist().getLayout() == H5D_CONTIGUOUS);
+  CHECK(read_doubles(t, "long_doubles") == long_doubles);
+  CHECK(read_doubles(t, "short_doubles") == short_doubles);
+  CHECK(read_int64s(t, "ids") == ids);
+  CHECK(read_int32s(t, "counts") == std::vector<int32_t>{3, 1, 2});
 }
 
 TEST_CASE("a results file destroyed without commit leaves no file", "[metrics][results_file]") {
