@@ -22,6 +22,7 @@ class FlatHashMap64 {
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
+  size_t capacity() const { return slots_.size(); }  // slots (a power of two; grows past 70% full)
 
   V* find(uint64_t key) {
     for (size_t i = key & mask_;; i = (i + 1) & mask_) {
