@@ -69,7 +69,7 @@ bool KvCacheManager::can_allocate(const Sequence& seq, int num_new_tokens, const
 bool KvCacheManager::append_blocks(Sequence& seq, int target) {
   const int have = static_cast<int>(seq.block_table.size());
   if (target - have > num_free_) return false;
-  take_free_blocks(seq.block_table, target - have);
+  if (target > have) take_free_blocks(seq.block_table, target - have);
   return true;
 }
 
@@ -244,6 +244,9 @@ void KvCacheManager::take_free_blocks(std::vector<int32_t>& table, int n) {
   // hashes and cache-table slots are all cold: evicting one after another
   // waits for three misses each. Walk the n blocks first and start loading
   // all of them, so the misses overlap; the takes below are unchanged.
+  if (n > num_free_)
+    throw std::logic_error("KvCacheManager: " + std::to_string(n) + " blocks taken with " + std::to_string(num_free_) +
+                           " free");
   constexpr int kMaxAhead = 64;
   if (prefix_cache_ && n > 1) {
     int ahead[kMaxAhead];

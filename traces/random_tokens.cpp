@@ -15,16 +15,52 @@ inline int32_t token_at(uint64_t state, int64_t i, double vocab) {
   return static_cast<int32_t>(u * vocab);
 }
 
-}  // namespace
+using TokenFill = void (*)(uint64_t, int64_t, int, int32_t*);
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-// 64-bit lane multiplies and int64 <-> double conversions need AVX-512DQ;
-// the loader picks the copy this CPU runs (GNU ifunc).
-__attribute__((target_clones("arch=x86-64-v4", "default")))
-#endif
-void uniform_tokens(uint64_t state, int64_t n, int vocab_size, int32_t* out) {
+#if TESTBED_AVX512_TOKENS
+// The same loop compiled for x86-64-v4: 64-bit lane multiplies and int64 ->
+// double conversions (AVX-512DQ), eight tokens an instruction.
+__attribute__((target("arch=x86-64-v4"))) void fill_v4(uint64_t state, int64_t n, int vocab_size, int32_t* out) {
   const double vocab = static_cast<double>(vocab_size);
   for (int64_t i = 0; i < n; ++i) out[i] = token_at(state, i, vocab);
+}
+#endif
+
+TokenFill pick_fill() {
+#if TESTBED_AVX512_TOKENS
+  if (uniform_tokens_v4_available()) return fill_v4;
+#endif
+  return uniform_tokens_portable;
+}
+
+}  // namespace
+
+void uniform_tokens_portable(uint64_t state, int64_t n, int vocab_size, int32_t* out) {
+  const double vocab = static_cast<double>(vocab_size);
+  for (int64_t i = 0; i < n; ++i) out[i] = token_at(state, i, vocab);
+}
+
+bool uniform_tokens_v4_available() {
+#if TESTBED_AVX512_TOKENS
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512cd");
+#else
+  return false;
+#endif
+}
+
+void uniform_tokens_v4(uint64_t state, int64_t n, int vocab_size, int32_t* out) {
+#if TESTBED_AVX512_TOKENS
+  if (uniform_tokens_v4_available()) return fill_v4(state, n, vocab_size, out);
+#endif
+  uniform_tokens_portable(state, n, vocab_size, out);
+}
+
+void uniform_tokens(uint64_t state, int64_t n, int vocab_size, int32_t* out) {
+  static const TokenFill fill = pick_fill();  // once: the CPU does not change
+  fill(state, n, vocab_size, out);
 }
 
 }  // namespace testbed

@@ -14,10 +14,22 @@ namespace testbed {
 // Writes the n tokens of n calls of rng.below(vocab_size) drawn from `state`
 // (0 < vocab_size < 2^31) into out, without advancing anything. Every draw is
 // a function of its index, so the loop has no chain from one token to the
-// next; on CPUs with AVX-512 a vectorised copy runs (same values: integer
-// arithmetic, exact conversions below 2^53). Prompt contents were a tenth of a
-// trace replay's time.
+// next and vectorises. Prompt contents were a tenth of a trace replay's time.
 void uniform_tokens(uint64_t state, int64_t n, int vocab_size, int32_t* out);
+
+// The copies uniform_tokens chooses between, once per process (tests run both):
+// a portable one, and with GCC 12+ on x86-64 one compiled for x86-64-v4
+// (AVX-512), taken when the CPU has it. Same values: integer arithmetic and
+// conversions exact below 2^53. uniform_tokens_v4 runs the portable copy
+// where the other is not available.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#define TESTBED_AVX512_TOKENS 1
+#else
+#define TESTBED_AVX512_TOKENS 0
+#endif
+void uniform_tokens_portable(uint64_t state, int64_t n, int vocab_size, int32_t* out);
+void uniform_tokens_v4(uint64_t state, int64_t n, int vocab_size, int32_t* out);
+bool uniform_tokens_v4_available();
 
 // Appends `n` tokens drawn uniformly from [0, vocab_size): the draws of n calls
 // of rng.below(vocab_size), and rng is left where those calls leave it. Callers

@@ -279,21 +279,32 @@ TEST_CASE("workload.num_priorities draws priorities without changing any other d
 
 TEST_CASE("append_random_tokens draws what Rng::below draws, token by token, and leaves the Rng where it would", "[traces]") {
   // Lengths around the vector loop's width and the 512-token chunk; vocabularies
-  // from tiny to the largest int. The bulk copy runs whichever clone this CPU picks.
+  // from tiny to the largest int. append_random_tokens runs the copy this CPU
+  // picks; both copies are checked directly below.
   for (const int vocab : {1, 7, 32000, 128256, 2147483647})
     for (const int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{511}, int64_t{512},
                             int64_t{513}, int64_t{1500}}) {
       Rng bulk(mix_seed(42, static_cast<uint64_t>(vocab) * 1000 + static_cast<uint64_t>(n)));
       Rng one = bulk;
+      const uint64_t start = bulk.state();
       std::vector<int32_t> got = {-1};  // appended after what is there
       append_random_tokens(got, bulk, n, vocab);
       REQUIRE(got.size() == static_cast<size_t>(n) + 1);
       CHECK(got[0] == -1);
+      std::vector<int32_t> portable(static_cast<size_t>(n) + 1, -2), v4(static_cast<size_t>(n) + 1, -2);
+      uniform_tokens_portable(start, n, vocab, portable.data());
+      uniform_tokens_v4(start, n, vocab, v4.data());
+      CHECK(portable[static_cast<size_t>(n)] == -2);  // nothing written past n
+      CHECK(v4[static_cast<size_t>(n)] == -2);
       for (int64_t i = 0; i < n; ++i) {
         const auto want = static_cast<int32_t>(one.below(static_cast<uint64_t>(vocab)));
-        if (got[static_cast<size_t>(i) + 1] != want) FAIL("token " << i << " of " << n << " (vocab " << vocab << ")");
-        REQUIRE((want >= 0 && want < vocab));
+        const size_t k = static_cast<size_t>(i);
+        if (got[k + 1] != want || portable[k] != want || v4[k] != want)
+          FAIL("token " << i << " of " << n << " (vocab " << vocab << "): " << got[k + 1] << ", " << portable[k]
+                        << ", " << v4[k] << " against " << want);
+        REQUIRE((got[k + 1] >= 0 && got[k + 1] < vocab));
       }
       CHECK(bulk.next_u64() == one.next_u64());
     }
+  if (!uniform_tokens_v4_available()) WARN("no AVX-512 here: uniform_tokens_v4 ran its portable copy");
 }
