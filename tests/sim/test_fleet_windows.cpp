@@ -13,6 +13,7 @@
 #include "sim/sim_executor.h"
 #include "sim/simulated_driver.h"
 #include "support/engine_harness.h"
+#include "support/sim_harness.h"
 
 using namespace testbed;
 
@@ -52,9 +53,7 @@ struct Outcome {
 Outcome run(int threads, int n, const std::string& router, std::vector<Request> requests, int num_blocks = 400,
             const std::vector<int>& fail_at = {}, const FaultConfig& faults = {}) {
   const ModelConfig model = test::micro_model(1000);
-  CostModelConfig cm;
-  set_options(cm, {{"cost_model.prefill_token_s", "2e-4"}, {"cost_model.decode_seq_s", "1e-4"}});
-  std::shared_ptr<const CostModel> cost = make_cost_model(cm, model);
+  std::shared_ptr<const CostModel> cost = test::linear_cost(model);
   EngineConfig cfg;
   cfg.max_model_len = 1024;
   cfg.scheduler.max_batch_tokens = 1024;

@@ -19,6 +19,7 @@
 #include "sim/kv_link.h"
 #include "sim/sim_executor.h"
 #include "support/engine_harness.h"
+#include "support/sim_harness.h"
 #include "traces/workload.h"
 
 using namespace testbed;
@@ -73,9 +74,7 @@ WorkloadConfig shared_prompts(int n, double rate, int prefixes = 4) {
 PdRun run_pd(int p, int d, const WorkloadConfig& w, int decode_blocks = 400, KvLinkConfig link = {},
              const std::string& decode_router = "least_loaded") {
   const ModelConfig model = test::micro_model(1000);
-  CostModelConfig cm;
-  set_options(cm, {{"cost_model.prefill_token_s", "2e-4"}, {"cost_model.decode_seq_s", "1e-4"}});
-  std::shared_ptr<const CostModel> cost = make_cost_model(cm, model);
+  std::shared_ptr<const CostModel> cost = test::linear_cost(model);
   EngineConfig cfg;
   cfg.max_model_len = 1024;
   cfg.scheduler.max_batch_tokens = 256;
