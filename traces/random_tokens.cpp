@@ -1,6 +1,13 @@
 // The bulk token generator behind append_random_tokens (traces/random_tokens.h).
 #include "traces/random_tokens.h"
 
+// GCC 12+ on x86-64 builds the x86-64-v4 copy (clang before 18 mis-dispatches such copies).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#define TESTBED_AVX512_TOKENS 1
+#else
+#define TESTBED_AVX512_TOKENS 0
+#endif
+
 namespace testbed {
 namespace {
 

@@ -22,11 +22,6 @@ void uniform_tokens(uint64_t state, int64_t n, int vocab_size, int32_t* out);
 // (AVX-512), taken when the CPU has it. Same values: integer arithmetic and
 // conversions exact below 2^53. uniform_tokens_v4 runs the portable copy
 // where the other is not available.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
-#define TESTBED_AVX512_TOKENS 1
-#else
-#define TESTBED_AVX512_TOKENS 0
-#endif
 void uniform_tokens_portable(uint64_t state, int64_t n, int vocab_size, int32_t* out);
 void uniform_tokens_v4(uint64_t state, int64_t n, int vocab_size, int32_t* out);
 bool uniform_tokens_v4_available();
