@@ -6,12 +6,15 @@
 
 namespace testbed {
 
-ReadAheadSource::ReadAheadSource(std::unique_ptr<RequestSource> inner, size_t depth, int hash_block_size)
+ReadAheadSource::ReadAheadSource(std::unique_ptr<RequestSource> inner, size_t depth, int hash_block_size,
+                                 Producer producer)
     : inner_(std::move(inner)),
       depth_(depth < 1 ? 1 : depth),
       hash_block_size_(hash_block_size),
       size_hint_(inner_->size_hint()),
-      producer_([this] { produce(); }) {}
+      producer_kind_(producer) {
+  if (producer_kind_ == Producer::Thread) producer_ = std::thread([this] { produce(); });
+}
 
 ReadAheadSource::~ReadAheadSource() {
   {
@@ -19,19 +22,13 @@ ReadAheadSource::~ReadAheadSource() {
     stop_ = true;
   }
   room_.notify_all();
-  producer_.join();
+  if (producer_.joinable()) producer_.join();
 }
 
-void ReadAheadSource::produce() {
+bool ReadAheadSource::produce_one() {
   try {
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        room_.wait(lock, [&] { return stop_ || queue_.size() < depth_; });
-        if (stop_) break;
-      }
-      std::optional<Request> r = inner_->next();
-      if (!r) break;
+    std::optional<Request> r = inner_->next();
+    if (r) {
       if (hash_block_size_ > 0 && r->prompt_hash_block_size != hash_block_size_) {
         r->prompt_block_hashes.clear();
         extend_block_hashes(r->prompt_block_hashes, r->prompt, hash_block_size_, r->cache_salt);
@@ -44,6 +41,7 @@ void ReadAheadSource::produce() {
         queue_.push_back(std::move(*r));
       }
       if (was_empty) ready_.notify_one();
+      return true;
     }
   } catch (...) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -54,12 +52,55 @@ void ReadAheadSource::produce() {
     done_ = true;
   }
   ready_.notify_one();
+  return false;
+}
+
+void ReadAheadSource::produce() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      room_.wait(lock, [&] { return stop_ || queue_.size() < depth_; });
+      if (stop_) {
+        done_ = true;
+        return;
+      }
+    }
+    if (!produce_one()) return;
+  }
+}
+
+bool ReadAheadSource::work_ahead() {
+  if (producer_kind_ != Producer::Idle) return false;
+  std::unique_lock<std::mutex> producing(produce_mutex_, std::try_to_lock);
+  if (!producing.owns_lock()) return false;  // another thread is generating
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_ || queue_.size() >= depth_) return false;
+  }
+  return produce_one();
 }
 
 std::optional<Request> ReadAheadSource::next() {
   if (taken_.empty()) {
     std::unique_lock<std::mutex> lock(mutex_);
-    ready_.wait(lock, [&] { return !queue_.empty() || done_; });
+    if (producer_kind_ == Producer::Idle) {
+      // Nothing ready: generate it here, after any request a helper is generating now.
+      while (queue_.empty() && !done_) {
+        lock.unlock();
+        {
+          std::lock_guard<std::mutex> producing(produce_mutex_);
+          bool more;
+          {
+            std::lock_guard<std::mutex> check(mutex_);
+            more = queue_.empty() && !done_;
+          }
+          if (more) produce_one();
+        }
+        lock.lock();
+      }
+    } else {
+      ready_.wait(lock, [&] { return !queue_.empty() || done_; });
+    }
     if (queue_.empty()) {  // the producer stopped and everything before it was delivered
       if (error_) std::rethrow_exception(error_);
       return std::nullopt;

@@ -16,6 +16,11 @@ class RequestSource {
   virtual std::optional<Request> next() = 0;
   // Total number of requests when known in advance, else -1 (progress display).
   virtual int64_t size_hint() const { return -1; }
+  // One bounded piece of work done ahead of next() by a thread that would
+  // otherwise wait (a fleet's idle worker: sim/fleet_windows.cpp); true when
+  // something was done. Safe to call from any thread, concurrently with
+  // next(); what next() returns does not depend on it. Default: nothing.
+  virtual bool work_ahead() { return false; }
 };
 
 }  // namespace testbed

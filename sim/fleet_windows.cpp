@@ -37,7 +37,8 @@ namespace testbed {
 
 // Workers that wait, spinning, for a window: each takes instances of it in
 // turn until none is left. Windows come every few microseconds, faster than a
-// sleeping thread wakes; a worker that has waited long yields its core.
+// sleeping thread wakes; a worker that has waited long generates requests
+// ahead (workload.read_ahead: RequestSource::work_ahead) or yields its core.
 class Fleet::WindowTeam {
  public:
   WindowTeam(Fleet& fleet, int workers) : fleet_(fleet) {
@@ -83,6 +84,7 @@ class Fleet::WindowTeam {
       next_.store(work.size(), std::memory_order_relaxed);  // the others stop taking
     }
   }
+  static constexpr int kSpinsBeforeWork = 64;
   static void wait(int spins) {
     if (spins < 256)
       TESTBED_SPIN_PAUSE();
@@ -95,6 +97,11 @@ class Fleet::WindowTeam {
       uint64_t e;
       for (int spins = 0; (e = epoch_.load(std::memory_order_acquire)) == seen; ++spins) {
         if (stop_.load(std::memory_order_acquire)) return;
+        // Waiting long: generate a request ahead (workload.read_ahead) rather than yield.
+        if (spins >= kSpinsBeforeWork && fleet_.source_->work_ahead()) {
+          spins = kSpinsBeforeWork;
+          continue;
+        }
         wait(spins);
       }
       seen = e;

@@ -21,7 +21,7 @@ void WorkloadConfig::bind(OptionTable& t) {
   t.add("workload.num_priorities", &num_priorities, "priority classes drawn uniformly per request (1: all priority 0)");
   t.add("workload.seed", &seed, "seed of lengths, contents and arrivals");
   t.add("workload.read_ahead", &read_ahead,
-        "requests a second thread generates and hashes ahead of the run (0: none; same requests either way)");
+        "requests generated and hashed ahead of the run, by a thread of its own or, with fleet.threads > 1, by the fleet's waiting workers (0: none; same requests either way)");
   t.add("workload.cancel_fraction", &cancel_fraction, "share of requests whose client disconnects before the end");
   t.add("workload.cancel_after", &cancel_after, "time | tokens: a disconnect after a time or after output tokens");
   t.add("workload.cancel_mean", &cancel_mean, "mean of the exponential disconnect time (s) or token count");
@@ -46,7 +46,7 @@ void WorkloadConfig::validate() const {
   require(burstiness > 0, "workload.burstiness", "must be positive");
   require(output_tokens > 0, "workload.output_tokens", "must be positive");
   require(num_priorities >= 1, "workload.num_priorities", "must be >= 1");
-  require(read_ahead >= 0 && read_ahead <= 1000000, "workload.read_ahead", "must be in [0, 1000000] (0: no second thread)");
+  require(read_ahead >= 0 && read_ahead <= 1000000, "workload.read_ahead", "must be in [0, 1000000] (0: none)");
   require(cancel_fraction >= 0 && cancel_fraction <= 1, "workload.cancel_fraction", "must be in [0, 1]");
   require(cancel_after == "time" || cancel_after == "tokens", "workload.cancel_after",
           "must be time or tokens, got '" + cancel_after + "'");

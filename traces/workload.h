@@ -62,8 +62,9 @@ struct WorkloadConfig {
   std::string cancel_after = "time";
   double cancel_mean = 1.0;
   uint64_t seed = 1;
-  // > 0: a second thread generates (and hashes) up to this many requests ahead
-  // of the simulation (engine/read_ahead_source.h); the same requests either way.
+  // > 0: up to this many requests generated (and hashed) ahead of the
+  // simulation, by a thread of its own or by a multi-threaded fleet's waiting
+  // workers (engine/read_ahead_source.h); the same requests either way.
   int read_ahead = 0;
   // workload.intents and the intent keys (traces/intents.h): the overlay's and
   // the semantic kind's, bound here once so both read the same keys.

@@ -175,8 +175,12 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) 
     const CacheConfig* cache = &setup.engine.cache;
     for (size_t i = 0; i < setup.pools.size(); ++i)
       if (config.pools()[i].takes_arrivals()) cache = &setup.pools[i].engine.cache;
+    // A fleet on several threads generates ahead on its workers while they wait
+    // for a window: a thread of its own would time-slice with them.
+    const auto producer = config.simulation().fleet.threads > 1 ? ReadAheadSource::Producer::Idle
+                                                                : ReadAheadSource::Producer::Thread;
     source = std::make_unique<ReadAheadSource>(std::move(source), static_cast<size_t>(config.workload.read_ahead),
-                                               cache->prefix_cache ? cache->block_size : 0);
+                                               cache->prefix_cache ? cache->block_size : 0, producer);
   }
 
   ExperimentResult result;

@@ -1,8 +1,12 @@
 // ReadAheadSource: the requests of the wrapped source, in order, whatever the
-// depth; prompts hashed as the engine would; an error reaches the consumer
-// after every request before it; and it stops cleanly when dropped early.
+// depth and whoever generates them (its own thread, helpers calling
+// work_ahead, or next() itself); prompts hashed as the engine would; an error
+// reaches the consumer after every request before it; and it stops cleanly
+// when dropped early.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <stdexcept>
+#include <thread>
 
 #include "engine/block_hash.h"
 #include "engine/common/rng.h"
@@ -35,13 +39,49 @@ class CountingSource : public RequestSource {
   int64_t n_, fail_at_, next_ = 0;
 };
 
+// Threads calling work_ahead() until stopped, as a fleet's idle workers do.
+class Helpers {
+ public:
+  Helpers(RequestSource& source, int n) {
+    for (int k = 0; k < n; ++k)
+      threads_.emplace_back([this, &source] {
+        while (!stop_.load()) {
+          if (source.work_ahead()) done_.fetch_add(1);
+          else std::this_thread::yield();
+        }
+      });
+  }
+  ~Helpers() {
+    stop_.store(true);
+    for (auto& t : threads_) t.join();
+  }
+  int64_t done() const { return done_.load(); }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> done_{0};
+  std::vector<std::thread> threads_;
+};
+
+// The three ways requests get made: a producer thread; Producer::Idle with
+// `helpers` threads calling work_ahead (0: next() makes every one).
+struct Way {
+  ReadAheadSource::Producer producer;
+  int helpers;
+};
+const Way kWays[] = {{ReadAheadSource::Producer::Thread, 0}, {ReadAheadSource::Producer::Idle, 0},
+                     {ReadAheadSource::Producer::Idle, 1}, {ReadAheadSource::Producer::Idle, 3}};
+
 }  // namespace
 
 TEST_CASE("read-ahead gives the wrapped source's requests in order with their block hashes", "[engine][read_ahead]") {
+  for (const Way way : kWays)
   for (const size_t depth : {size_t{1}, size_t{3}, size_t{64}, size_t{100000}}) {
-    INFO("depth " << depth);
+    INFO("depth " << depth << ", idle producer " << (way.producer == ReadAheadSource::Producer::Idle)
+                  << ", helpers " << way.helpers);
     CountingSource plain(5000);
-    ReadAheadSource ahead(std::make_unique<CountingSource>(5000), depth, 16);
+    ReadAheadSource ahead(std::make_unique<CountingSource>(5000), depth, 16, way.producer);
+    Helpers helpers(ahead, way.helpers);
     CHECK(ahead.size_hint() == 5000);
     int64_t n = 0;
     while (auto r = ahead.next()) {
@@ -70,8 +110,31 @@ TEST_CASE("read-ahead without a block size leaves prompts unhashed", "[engine][r
   }
 }
 
+TEST_CASE("an idle producer generates only while there is room, and only when asked", "[engine][read_ahead]") {
+  ReadAheadSource thread(std::make_unique<CountingSource>(10), 3, 16);
+  CHECK_FALSE(thread.work_ahead());  // its own thread generates
+  ReadAheadSource idle(std::make_unique<CountingSource>(5), 3, 16, ReadAheadSource::Producer::Idle);
+  CHECK(idle.work_ahead());
+  CHECK(idle.work_ahead());
+  CHECK(idle.work_ahead());
+  CHECK_FALSE(idle.work_ahead());  // three ahead: full
+  REQUIRE(idle.next());            // takes the three
+  CHECK(idle.work_ahead());        // request 3
+  CHECK(idle.work_ahead());        // request 4
+  CHECK_FALSE(idle.work_ahead());  // exhausted
+  for (int64_t id = 1; id < 5; ++id) {
+    auto r = idle.next();
+    REQUIRE(r);
+    CHECK(r->id == id);
+  }
+  CHECK_FALSE(idle.next());
+}
+
 TEST_CASE("read-ahead delivers an error after every request before it", "[engine][read_ahead]") {
-  ReadAheadSource ahead(std::make_unique<CountingSource>(100, 37), 8, 16);
+  for (const Way way : kWays) {
+  INFO("idle producer " << (way.producer == ReadAheadSource::Producer::Idle) << ", helpers " << way.helpers);
+  ReadAheadSource ahead(std::make_unique<CountingSource>(100, 37), 8, 16, way.producer);
+  Helpers helpers(ahead, way.helpers);
   int64_t n = 0;
   try {
     while (auto r = ahead.next()) {
@@ -83,6 +146,8 @@ TEST_CASE("read-ahead delivers an error after every request before it", "[engine
     CHECK(std::string(e.what()) == "row 37 is bad");
   }
   CHECK(n == 37);
+  CHECK_FALSE(ahead.work_ahead());  // it failed: nothing more is generated
+  }
 }
 
 TEST_CASE("read-ahead dropped before the end stops its thread", "[engine][read_ahead]") {
@@ -91,4 +156,15 @@ TEST_CASE("read-ahead dropped before the end stops its thread", "[engine][read_a
     for (int i = 0; i < k; ++i) REQUIRE(ahead.next());
   }  // each destructor joins a producer blocked on a full queue
   SUCCEED();
+}
+
+TEST_CASE("an idle producer's helpers fill the queue ahead of the consumer", "[engine][read_ahead]") {
+  ReadAheadSource ahead(std::make_unique<CountingSource>(1000), 1000, 16, ReadAheadSource::Producer::Idle);
+  {
+    Helpers helpers(ahead, 2);
+    while (helpers.done() < 1000) std::this_thread::yield();
+  }
+  int64_t n = 0;
+  while (auto r = ahead.next()) CHECK(r->id == n++);
+  CHECK(n == 1000);
 }

@@ -6,6 +6,9 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "support/cli.h"
 #include "support/h5_read.h"
@@ -39,16 +42,23 @@ TEST_CASE("a run with workload.read_ahead is bit-identical to one without", "[cl
   const fs::path dir = testbed_test::scratch_dir("testbed_fleet_scale", "read_ahead");
   const std::string base = "run experiments/fleet_1k.ini --workload.num_requests=3000 --cache.num_blocks=2000"
                            " --fleet.num_instances=256 --workload.profile_trace=traces/samples/azure2023_conv_head300.csv";
-  for (const char* ahead : {"0", "1", "512"}) {
-    const auto o = run_cli(base + " --workload.read_ahead=" + ahead + " --output " + (dir / ahead).string());
+  // One thread: the requests come from a producer thread; two: from the fleet's worker while it waits.
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"0", "1"}, {"1", "1"}, {"512", "1"}, {"1", "2"}, {"512", "2"}};
+  for (const auto& [ahead, threads] : runs) {
+    const auto o = run_cli(base + " --workload.read_ahead=" + ahead + " --fleet.threads=" + threads + " --output " +
+                           (dir / (ahead + "_" + threads)).string());
     INFO(o.output);
     REQUIRE(o.status == 0);
   }
   for (const char* group : {"requests", "summary"}) {
     INFO(group);
-    const auto one = testbed_test::read_group(dir / "0" / "results.h5", group);
-    CHECK(testbed_test::same_bits(one, testbed_test::read_group(dir / "1" / "results.h5", group)));
-    CHECK(testbed_test::same_bits(one, testbed_test::read_group(dir / "512" / "results.h5", group)));
+    const auto one = testbed_test::read_group(dir / "0_1" / "results.h5", group);
+    for (size_t k = 1; k < runs.size(); ++k) {
+      INFO("read_ahead " << runs[k].first << ", threads " << runs[k].second);
+      CHECK(testbed_test::same_bits(
+          one, testbed_test::read_group(dir / (runs[k].first + "_" + runs[k].second) / "results.h5", group)));
+    }
   }
 }
 
@@ -58,10 +68,11 @@ TEST_CASE("a bad trace row read ahead is the same exit-2 error naming file and l
   for (int i = 0; i < 40; ++i) trace += "2023-11-16 18:15:" + std::to_string(10 + i) + ".0000000,100,20\n";
   trace += "2023-11-16 18:15:55.0000000,lots,20\n";
   std::ofstream(dir / "bad.csv") << trace;
-  for (const char* ahead : {"0", "4"}) {
+  // The last: two threads, so the fleet's worker reads the bad row ahead.
+  for (const char* ahead : {"0", "4", "4 --fleet.num_instances=2 --fleet.threads=2"}) {
     const auto o = run_cli("run experiments/sim_speed.ini --workload.kind=trace --trace.format=azure --trace.path=" +
-                           (dir / "bad.csv").string() + " --workload.read_ahead=" + ahead + " --output " +
-                           (dir / ahead).string());
+                           (dir / "bad.csv").string() + " --workload.read_ahead=" + ahead + " --overwrite --output " +
+                           (dir / "out").string());
     INFO(o.output);
     CHECK(o.status == 2);
     CHECK_THAT(o.output, Catch::Contains((dir / "bad.csv").string() + ":42"));
