@@ -83,24 +83,21 @@ bool ReadAheadSource::work_ahead() {
 std::optional<Request> ReadAheadSource::next() {
   if (taken_.empty()) {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (producer_kind_ == Producer::Idle) {
+    if (producer_kind_ == Producer::Idle && queue_.empty() && !done_) {
       // Nothing ready: generate it here, after any request a helper is generating now.
-      while (queue_.empty() && !done_) {
-        lock.unlock();
+      lock.unlock();
+      {
+        std::lock_guard<std::mutex> producing(produce_mutex_);
+        bool empty;
         {
-          std::lock_guard<std::mutex> producing(produce_mutex_);
-          bool more;
-          {
-            std::lock_guard<std::mutex> check(mutex_);
-            more = queue_.empty() && !done_;
-          }
-          if (more) produce_one();
+          std::lock_guard<std::mutex> check(mutex_);
+          empty = queue_.empty() && !done_;
         }
-        lock.lock();
+        if (empty) produce_one();  // a request or the end: either way the wait below returns
       }
-    } else {
-      ready_.wait(lock, [&] { return !queue_.empty() || done_; });
+      lock.lock();
     }
+    ready_.wait(lock, [&] { return !queue_.empty() || done_; });
     if (queue_.empty()) {  // the producer stopped and everything before it was delivered
       if (error_) std::rethrow_exception(error_);
       return std::nullopt;
