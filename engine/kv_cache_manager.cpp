@@ -31,6 +31,7 @@ KvCacheManager::KvCacheManager(int num_blocks, int block_size, bool enable_prefi
       cached_(enable_prefix_cache ? static_cast<size_t>(num_blocks) : 16) {
   require(num_blocks > 0, "cache.num_blocks", "the KV cache needs at least one block");
   require(block_size > 0, "cache.block_size", "must be positive");
+  free_back_.reserve(num_blocks);
   for (int b = 0; b < num_blocks; ++b) push_free_back(b);
 }
 
@@ -117,13 +118,8 @@ void KvCacheManager::commit_new_blocks(Sequence& seq) {
     block.has_hash = true;
     block.first_block = i == 0;
     block_hash_[seq.block_table[i]] = h;
-    KvEvent ev;
-    ev.kind = KvEvent::Kind::BlockStored;
-    ev.block_hash = h;
-    ev.parent_hash = i == 0 ? root_block_hash(seq.request().cache_salt) : hashes[i - 1];
-    ev.num_tokens = block_size_;
-    ev.first_block = i == 0;
-    publish(ev);
+    publish(KvEvent::Kind::BlockStored, h, i == 0 ? root_block_hash(seq.request().cache_salt) : hashes[i - 1],
+            block_size_, i == 0);
   }
   seq.num_committed_blocks = num_full;
 }
@@ -234,28 +230,27 @@ bool KvCacheManager::import_blocks(Sequence& seq, const KvExport& from, KvImport
 void KvCacheManager::clear_cache() {
   cached_.for_each([&](uint64_t, int32_t id) { blocks_[id].has_hash = false; });
   cached_.clear();
-  KvEvent ev;
-  ev.kind = KvEvent::Kind::AllCleared;
-  publish(ev);
+  publish(KvEvent::Kind::AllCleared, 0, 0, 0, false);
 }
 
 void KvCacheManager::take_free_blocks(std::vector<int32_t>& table, int n) {
   // The free list's head holds the least recently used blocks, whose records,
   // hashes and cache-table slots are all cold: evicting one after another
-  // waits for three misses each. Walk the n blocks first and start loading
-  // all of them, so the misses overlap; the takes below are unchanged.
+  // waits for three misses each. Read the next n entries first and start
+  // loading their records and hashes, then their table slots, so the misses
+  // overlap; the takes below are unchanged.
   if (n > num_free_)
     throw std::logic_error("KvCacheManager: " + std::to_string(n) + " blocks taken with " + std::to_string(num_free_) +
                            " free");
   constexpr int kMaxAhead = 64;
   if (prefix_cache_ && n > 1) {
     int ahead[kMaxAhead];
-    const int m = std::min(n, kMaxAhead);
-    int b = free_head_;
+    int m = 0;
+    for (size_t i = free_front_.size(); i > 0 && m < std::min(n, kMaxAhead);) ahead[m++] = free_front_[--i].block;
+    for (size_t i = back_head_; i < free_back_.size() && m < std::min(n, kMaxAhead); ++i) ahead[m++] = free_back_[i].block;
     for (int i = 0; i < m; ++i) {
-      ahead[i] = b;
-      __builtin_prefetch(&block_hash_[b]);
-      b = blocks_[b].next;
+      __builtin_prefetch(&blocks_[ahead[i]]);
+      __builtin_prefetch(&block_hash_[ahead[i]]);
     }
     for (int i = 0; i < m; ++i)
       if (blocks_[ahead[i]].has_hash) cached_.prefetch(block_hash_[ahead[i]]);
@@ -268,8 +263,31 @@ void KvCacheManager::take_free_blocks(std::vector<int32_t>& table, int n) {
 }
 
 int KvCacheManager::take_free_block() {
-  const int b = free_head_;
-  unlink_free(b);
+  int b = -1;
+  while (!free_front_.empty()) {
+    const FreeEntry e = free_front_.back();
+    free_front_.pop_back();
+    if (is_live(e)) {
+      b = e.block;
+      break;
+    }
+    --num_front_dead_;
+  }
+  while (b < 0) {  // num_free_ > 0, so a live entry is left
+    const FreeEntry e = free_back_[back_head_++];
+    if (is_live(e)) {
+      b = e.block;
+      --num_back_live_;
+    } else {
+      --num_back_dead_;
+    }
+  }
+  if (back_head_ == free_back_.size()) {
+    free_back_.clear();
+    back_head_ = 0;
+  }
+  blocks_[b].in_free_list = false;
+  --num_free_;
   if (blocks_[b].has_hash) evict(b);
   return b;
 }
@@ -283,40 +301,55 @@ void KvCacheManager::evict(int b) {
   Block& block = blocks_[b];
   cached_.erase(block_hash_[b]);
   block.has_hash = false;
-  KvEvent ev;
-  ev.kind = KvEvent::Kind::BlockRemoved;
-  ev.block_hash = block_hash_[b];
-  ev.first_block = block.first_block;
-  publish(ev);
+  publish(KvEvent::Kind::BlockRemoved, block_hash_[b], 0, 0, block.first_block);
+}
+
+void KvCacheManager::compact(std::vector<FreeEntry>& part, size_t head) {
+  size_t out = 0;
+  for (size_t i = head; i < part.size(); ++i)
+    if (is_live(part[i])) part[out++] = part[i];
+  part.resize(out);
 }
 
 void KvCacheManager::push_free_back(int b) {
+  // Before the array would grow, drop what is dead or taken if that is at
+  // least half of it: the array stays within a few times the block count.
+  if (free_back_.size() == free_back_.capacity() && (back_head_ + num_back_dead_) * 2 >= free_back_.size()) {
+    compact(free_back_, back_head_);
+    back_head_ = 0;
+    num_back_dead_ = 0;
+  }
   Block& block = blocks_[b];
-  block.prev = free_tail_;
-  block.next = -1;
-  if (free_tail_ >= 0) blocks_[free_tail_].next = b; else free_head_ = b;
-  free_tail_ = b;
   block.in_free_list = true;
+  block.in_back = true;
+  free_back_.push_back({b, ++block.free_gen});
+  ++num_back_live_;
   ++num_free_;
 }
 
 void KvCacheManager::push_free_front(int b) {
+  if (free_front_.size() == free_front_.capacity() && static_cast<size_t>(num_front_dead_) * 2 >= free_front_.size()) {
+    compact(free_front_, 0);
+    num_front_dead_ = 0;
+  }
   Block& block = blocks_[b];
-  block.prev = -1;
-  block.next = free_head_;
-  if (free_head_ >= 0) blocks_[free_head_].prev = b; else free_tail_ = b;
-  free_head_ = b;
   block.in_free_list = true;
+  block.in_back = false;
+  free_front_.push_back({b, ++block.free_gen});
   ++num_free_;
 }
 
 void KvCacheManager::unlink_free(int b) {
+  // Its entry stays where it is, dead from now on.
   Block& block = blocks_[b];
-  if (block.prev >= 0) blocks_[block.prev].next = block.next; else free_head_ = block.next;
-  if (block.next >= 0) blocks_[block.next].prev = block.prev; else free_tail_ = block.prev;
-  block.prev = block.next = -1;
   block.in_free_list = false;
   --num_free_;
+  if (block.in_back) {
+    --num_back_live_;
+    ++num_back_dead_;
+  } else {
+    ++num_front_dead_;
+  }
 }
 
 std::string KvCacheManager::check_invariants(const std::vector<const Sequence*>& live) const {
@@ -332,16 +365,31 @@ std::string KvCacheManager::check_invariants(const std::vector<const Sequence*>&
       }
       ++expected[b];
     }
-  int listed = 0;
-  for (int b = free_head_, prev = -1; b >= 0; prev = b, b = blocks_[b].next) {
-    if (blocks_[b].prev != prev) err << "free list link broken at " << b << "; ";
-    if (!blocks_[b].in_free_list) err << "block " << b << " listed but not flagged free; ";
-    if (++listed > num_blocks()) {
-      err << "free list has a cycle; ";
-      break;
+  // The free list in order: the front part from its top, then the back part.
+  std::vector<char> listed_at(blocks_.size(), 0);
+  int listed = 0, front_dead = 0, back_live = 0, back_dead = 0;
+  auto visit = [&](const FreeEntry& e, bool back) {
+    if (e.block < 0 || e.block >= num_blocks()) {
+      err << "free list entry names invalid block " << e.block << "; ";
+      return;
     }
-  }
+    if (!is_live(e)) {
+      ++(back ? back_dead : front_dead);
+      return;
+    }
+    if (blocks_[e.block].in_back != back) err << "block " << e.block << " listed in the wrong part; ";
+    if (listed_at[e.block]++) err << "block " << e.block << " listed twice; ";
+    ++listed;
+    if (back) ++back_live;
+  };
+  for (size_t i = free_front_.size(); i > 0;) visit(free_front_[--i], false);
+  for (size_t i = back_head_; i < free_back_.size(); ++i) visit(free_back_[i], true);
   if (listed != num_free_) err << "free list holds " << listed << " but num_free is " << num_free_ << "; ";
+  if (front_dead != num_front_dead_ || back_live != num_back_live_ || back_dead != num_back_dead_)
+    err << "free list counts " << front_dead << "/" << back_live << "/" << back_dead << " but kept "
+        << num_front_dead_ << "/" << num_back_live_ << "/" << num_back_dead_ << "; ";
+  for (int b = 0; b < num_blocks(); ++b)
+    if (blocks_[b].in_free_list && !listed_at[b]) err << "block " << b << " flagged free but not listed; ";
   int hashed = 0;
   for (int b = 0; b < num_blocks(); ++b) {
     const Block& block = blocks_[b];

@@ -151,15 +151,32 @@ class KvCacheManager {
   std::string check_invariants(const std::vector<const Sequence*>& live) const;
 
  private:
-  // 16 bytes: a fleet simulation walks millions of these; the hash lives apart
+  // 12 bytes: a fleet simulation walks millions of these; the hash lives apart
   // (block_hash_) because only storing and evicting need it.
   struct Block {
     int32_t ref_count = 0;
-    int32_t prev = -1, next = -1;  // free list links
+    uint32_t free_gen = 0;     // bumped each time the block joins the free list (FreeEntry::gen)
     bool has_hash = false;
     bool in_free_list = false;
+    bool in_back = false;      // on the free list's back part (free_back_), not its front
     bool first_block = false;  // registered as its chain's first block (KvEvent::first_block)
   };
+  // The free list, least recently used first, is two arrays: the front part
+  // (blocks holding nothing reusable, taken first, last freed first) and the
+  // back part (cached blocks in the order they were freed, then the blocks
+  // never used). It is the order a doubly linked list through the blocks
+  // would give (vLLM's FreeKVCacheBlockQueue), but taking n blocks reads
+  // consecutive entries instead of chasing n links through cold block
+  // records, so their hashes and table slots can be loaded ahead. A block
+  // leaving the middle (a prefix hit) leaves its entry behind, dead: an
+  // entry is live while its block is free and was freed with that
+  // generation; dead entries are skipped, and dropped when they outnumber
+  // the live ones.
+  struct FreeEntry {
+    int32_t block;
+    uint32_t gen;
+  };
+  bool is_live(const FreeEntry& e) const { return blocks_[e.block].in_free_list && blocks_[e.block].free_gen == e.gen; }
 
   void commit_new_blocks(Sequence& seq);
   bool append_blocks(Sequence& seq, int target);
@@ -172,15 +189,29 @@ class KvCacheManager {
   void push_free_back(int block);
   void push_free_front(int block);
   void unlink_free(int block);
-  void publish(const KvEvent& event) {
-    if (record_events_) events_.push_back(event);
+  // Drops the dead entries (and the taken ones before `head`) of a part, keeping the order.
+  void compact(std::vector<FreeEntry>& part, size_t head);
+  // Written in place: a KvEvent built on the stack and copied in stalls on
+  // its own partly written bytes (two events per block of a prompt).
+  void publish(KvEvent::Kind kind, uint64_t hash, uint64_t parent_hash, int32_t num_tokens, bool first_block) {
+    if (!record_events_) return;
+    KvEvent& ev = events_.emplace_back();
+    ev.kind = kind;
+    ev.block_hash = hash;
+    ev.parent_hash = parent_hash;
+    ev.num_tokens = num_tokens;
+    ev.first_block = first_block;
   }
 
   int block_size_;
   bool prefix_cache_;
   std::vector<Block> blocks_;
   std::vector<uint64_t> block_hash_;
-  int free_head_ = -1, free_tail_ = -1, num_free_ = 0;
+  std::vector<FreeEntry> free_front_;  // top (back()) is the list's head
+  std::vector<FreeEntry> free_back_;   // [back_head_, end) in list order
+  size_t back_head_ = 0;
+  int num_free_ = 0;
+  int num_back_live_ = 0, num_back_dead_ = 0, num_front_dead_ = 0;
   FlatHashMap64<int32_t> cached_;  // block hash -> block id
   std::unordered_map<int64_t, std::vector<int32_t>> exports_;  // seq id -> blocks held for a transfer
   bool record_events_ = false;
