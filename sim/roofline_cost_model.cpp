@@ -3,6 +3,7 @@
 #include "sim/roofline_cost_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstdio>
@@ -62,6 +63,8 @@ double StepCost::dense_memory_s() const {
 RooflineCostModel::RooflineCostModel(HardwareSpec hardware, ModelConfig model, int tensor_parallel,
                                      int expert_parallel)
     : hw_(std::move(hardware)), model_(std::move(model)), tp_(tensor_parallel), ep_(expert_parallel) {
+  static std::atomic<uint64_t> next_memo_id{1};
+  memo_id_ = next_memo_id.fetch_add(1);
   hw_.validate();
   check_tp_split(model_, tp_);
   require(ep_ >= 1 && tp_ % ep_ == 0, "cost_model.expert_parallel",
@@ -100,30 +103,33 @@ double RooflineCostModel::all_reduce_s(double bytes) const {
   return hw_.all_reduce_s(tp_, bytes);
 }
 
-StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
-  StepCost cost;
-  if (shape.empty()) return cost;
+RooflineCostModel::AttentionSums RooflineCostModel::attention_sums(const StepShape& shape) const {
   const TpSplit& s = split_;
-  const double L = s.layers, h = s.hidden, d = s.head_dim, I = s.inter, V = s.vocab;
+  const double L = s.layers, d = s.head_dim;
   const double qd = s.q_heads * d, kvd = s.kv_heads * d;
-  const double wb = weight_bytes_, ab = act_bytes_;
-
-  double T = 0, rows = 0;  // new tokens, sampling rows
-  double prefill_flops = 0, prefill_bytes = 0, decode_flops = 0, decode_bytes = 0;
+  const double ab = act_bytes_;
+  AttentionSums a;
   for (const SeqShape& q : shape) {
     const double n = q.num_new, c = q.num_computed;
-    T += n;
-    rows += q.num_logit_rows();
+    a.tokens += n;
+    a.rows += q.num_logit_rows();
     // Causal attention: token i of the chunk sees c + i + 1 keys; QK^T and PV are
     // 2 FLOPs per multiply-add each, so 4 * d per (query, key) pair per head.
     const double flops = L * 4 * s.q_heads * d * n * (c + (n + 1) / 2);
     // The whole K/V context (new tokens included) read once per KV head, since
     // GQA kernels share it across the query group; Q in, O out.
     const double bytes = L * (2 * kvd * (c + n) * ab + 2 * n * qd * ab);
-    (q.is_decode ? decode_flops : prefill_flops) += flops;
-    (q.is_decode ? decode_bytes : prefill_bytes) += bytes;
+    (q.is_decode ? a.decode_flops : a.prefill_flops) += flops;
+    (q.is_decode ? a.decode_bytes : a.prefill_bytes) += bytes;
   }
+  return a;
+}
 
+double RooflineCostModel::fill_dense_ops(double T, double rows, StepCost& cost) const {
+  const TpSplit& s = split_;
+  const double L = s.layers, h = s.hidden, d = s.head_dim, I = s.inter, V = s.vocab;
+  const double qd = s.q_heads * d, kvd = s.kv_heads * d;
+  const double wb = weight_bytes_, ab = act_bytes_;
   // A GEMM of T rows against a K x N weight: 2TKN FLOPs; weight read once, input read, output written.
   auto gemm = [&](const char* name, double rows_m, double k, double n, double repeat) {
     const double flops = repeat * 2 * rows_m * k * n;
@@ -132,15 +138,14 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
     op.compute_s += repeat * dequant_s(rows_m, k * n);
     return op;
   };
-  size_t k = 0;
-  cost.ops[k++] = gemm("qkv_proj", T, h, qd + 2 * kvd, L);  // fused QKV, column-parallel
-  cost.ops[k++] = gemm("o_proj", T, qd, h, L);              // row-parallel
+  cost.ops[0] = gemm("qkv_proj", T, h, qd + 2 * kvd, L);  // fused QKV, column-parallel
+  cost.ops[1] = gemm("o_proj", T, qd, h, L);              // row-parallel
   const double Ld = dense_layers_, Lm = moe_layers_;
   OpCost gate_up = gemm("mlp_gate_up", T, h, 2 * I, Ld);  // fused gate+up, column-parallel
   OpCost down = gemm("mlp_down", T, I, h, Ld);            // row-parallel
   if (Lm > 0) add_experts(T, Lm, gate_up, down);
-  cost.ops[k++] = gate_up;
-  cost.ops[k++] = down;
+  cost.ops[2] = gate_up;
+  cost.ops[3] = down;
   // The LM head keeps 16-bit weights and runs at the 16-bit peak whatever model.precision is.
   OpCost lm = rows > 0 ? make_op("lm_head", true, 2 * rows * h * V,
                                  h * V * lm_weight_bytes_ + rows * h * ab + rows * V * ab, lm_flops_,
@@ -148,34 +153,83 @@ StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
                        : make_op("lm_head", true, 0, 0, 1, 1);
   lm.bytes += rows * V * 4;  // fp32 logits written for the sampler
   lm.memory_s = lm.bytes / bandwidth_;
-  cost.ops[k++] = lm;
-  cost.ops[k++] = make_op("attn_prefill", false, prefill_flops, prefill_bytes, attn_flops_, kv_bandwidth_);
-  cost.ops[k++] = make_op("attn_decode", false, decode_flops, decode_bytes, attn_flops_, kv_bandwidth_);
+  cost.ops[4] = lm;
   // Memory-bound glue, per layer: two fused add+RMSNorms (read x and residual,
   // write both: 4h) and SwiGLU (read gate and up, write one: 3I); plus the
   // embedding rows gathered and the final norm.
   const double glue_bytes =
       L * T * ab * 8 * h + T * ab * 3 * (Ld * I + Lm * moe_width_) + T * h * (wb + 2 * ab);
-  cost.ops[k++] = make_op("elementwise", false, 0, glue_bytes, gemm_flops_, bandwidth_);
+  cost.ops[7] = make_op("elementwise", false, 0, glue_bytes, gemm_flops_, bandwidth_);
+  if (tp_ == 1) return 0;
+  // Two all-reduces of the T x h activations per layer (after o_proj and
+  // mlp_down), one after the vocab-parallel embedding, and the logits gathered
+  // to the sampling rank. Not overlapped with compute, as in vLLM.
+  const double act = T * h * ab;
+  double comm_s = (2 * L + 1) * all_reduce_s(act);
+  if (rows > 0)
+    comm_s += (tp_ - 1.0) / tp_ * rows * model_.vocab_size * 4.0 / hw_.achieved_link_bandwidth() + hw_.link_latency_s;
+  return comm_s;
+}
 
+void RooflineCostModel::fill_attention_ops(const AttentionSums& a, StepCost& cost) const {
+  cost.ops[5] = make_op("attn_prefill", false, a.prefill_flops, a.prefill_bytes, attn_flops_, kv_bandwidth_);
+  cost.ops[6] = make_op("attn_decode", false, a.decode_flops, a.decode_bytes, attn_flops_, kv_bandwidth_);
+}
+
+StepCost RooflineCostModel::breakdown(const StepShape& shape) const {
+  StepCost cost;
+  if (shape.empty()) return cost;
+  const AttentionSums a = attention_sums(shape);
+  cost.comm_s = fill_dense_ops(a.tokens, a.rows, cost);
+  fill_attention_ops(a, cost);
   for (const OpCost& o : cost.ops) {
     cost.compute_s += o.compute_s;
     cost.memory_s += o.memory_s;
     cost.roofline_s += o.is_dense ? hw_.combine(o.compute_s, o.memory_s) : o.time_s();
   }
-  if (tp_ > 1) {
-    // Two all-reduces of the T x h activations per layer (after o_proj and
-    // mlp_down), one after the vocab-parallel embedding, and the logits gathered
-    // to the sampling rank. Not overlapped with compute, as in vLLM.
-    const double act = T * h * ab;
-    cost.comm_s = (2 * L + 1) * all_reduce_s(act);
-    if (rows > 0)
-      cost.comm_s += (tp_ - 1.0) / tp_ * rows * model_.vocab_size * 4.0 / hw_.achieved_link_bandwidth() +
-                     hw_.link_latency_s;
-  }
-  cost.overhead_s = hw_.step_overhead_s + L * hw_.layer_overhead_s;
+  cost.overhead_s = hw_.step_overhead_s + split_.layers * hw_.layer_overhead_s;
   cost.total_s = cost.roofline_s + cost.comm_s + cost.overhead_s;
   return cost;
+}
+
+RooflineCostModel::DenseTerms RooflineCostModel::dense_terms(double tokens, double rows) const {
+  StepCost cost;
+  DenseTerms t;
+  t.comm_s = fill_dense_ops(tokens, rows, cost);
+  for (int i = 0; i < 5; ++i) t.dense_s += hw_.combine(cost.ops[i].compute_s, cost.ops[i].memory_s);
+  t.elementwise_s = cost.ops[7].time_s();
+  return t;
+}
+
+double RooflineCostModel::predict(const StepShape& shape) const {
+  if (shape.empty()) return 0;
+  const AttentionSums a = attention_sums(shape);
+  // Most steps of a run repeat a few (tokens, rows) pairs (a decode step of
+  // k sequences is (k, k)). The memo is per thread, so instances stepped on
+  // several threads (fleet.threads) share no state, and keyed by memo_id_.
+  struct Entry {
+    uint64_t id = 0;  // 0: empty (ids start at 1)
+    double tokens = 0, rows = 0;
+    DenseTerms terms;
+  };
+  static thread_local Entry memo[256];
+  const uint64_t key = (static_cast<uint64_t>(a.tokens) << 32) ^ static_cast<uint64_t>(a.rows);
+  Entry& e = memo[(key * 0x9E3779B97F4A7C15ull) >> 56];
+  if (e.id != memo_id_ || e.tokens != a.tokens || e.rows != a.rows) {
+    e.terms = dense_terms(a.tokens, a.rows);
+    e.id = memo_id_;
+    e.tokens = a.tokens;
+    e.rows = a.rows;
+  }
+  StepCost attention;
+  fill_attention_ops(a, attention);
+  // The same additions, in the same order, as breakdown's.
+  double roofline_s = e.terms.dense_s;
+  roofline_s += attention.ops[5].time_s();
+  roofline_s += attention.ops[6].time_s();
+  roofline_s += e.terms.elementwise_s;
+  const double overhead_s = hw_.step_overhead_s + split_.layers * hw_.layer_overhead_s;
+  return roofline_s + e.terms.comm_s + overhead_s;
 }
 
 double RooflineCostModel::dequant_s(double rows, double weights) const {

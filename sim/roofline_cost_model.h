@@ -27,6 +27,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -80,7 +81,10 @@ class RooflineCostModel : public CostModel {
   RooflineCostModel(HardwareSpec hardware, ModelConfig model, int tensor_parallel, int expert_parallel = 1);
 
   // An empty shape costs nothing (no step runs).
-  double predict(const StepShape& shape) const override { return breakdown(shape).total_s; }
+  // breakdown(shape).total_s, bit for bit, without building the ops: the
+  // weight GEMMs' terms depend only on the step's token and sampling-row
+  // counts and are kept per thread for the last few counts seen.
+  double predict(const StepShape& shape) const override;
   std::string name() const override { return "roofline"; }
 
   StepCost breakdown(const StepShape& shape) const;
@@ -96,6 +100,24 @@ class RooflineCostModel : public CostModel {
   int tensor_parallel() const { return tp_; }
 
  private:
+  // The attention sums of a step: its new tokens, sampling rows, and the
+  // FLOPs and bytes of its prefill and decode attention.
+  struct AttentionSums {
+    double tokens = 0, rows = 0, prefill_flops = 0, prefill_bytes = 0, decode_flops = 0, decode_bytes = 0;
+  };
+  AttentionSums attention_sums(const StepShape& shape) const;
+  // Fills the ops that depend only on the token and row counts (the weight
+  // GEMMs, the LM head, the elementwise glue) and returns the
+  // tensor-parallel communication seconds.
+  double fill_dense_ops(double tokens, double rows, StepCost& cost) const;
+  void fill_attention_ops(const AttentionSums& a, StepCost& cost) const;
+  // What predict() reads of fill_dense_ops, summed in breakdown's order.
+  struct DenseTerms {
+    double dense_s = 0;        // roofline seconds of the five dense ops, summed in order
+    double elementwise_s = 0;  // the last op's
+    double comm_s = 0;
+  };
+  DenseTerms dense_terms(double tokens, double rows) const;
   double all_reduce_s(double bytes) const;
   void add_experts(double tokens, double layers, OpCost& gate_up, OpCost& down) const;
   // W4A16: the seconds of dequantizing `weights` weights for a GEMM of `rows` rows (0 otherwise).
@@ -108,6 +130,7 @@ class RooflineCostModel : public CostModel {
   double gemm_flops_, lm_flops_, attn_flops_, bandwidth_, kv_bandwidth_, dequant_ops_ = 1;
   TpSplit split_{};  // of model_ over tp_, and the model's byte widths and layer counts
   double weight_bytes_ = 0, act_bytes_ = 0, lm_weight_bytes_ = 0, dense_layers_ = 0, moe_layers_ = 0, moe_width_ = 0;
+  uint64_t memo_id_;  // this model's key in predict's per-thread memo (never reused, unlike an address)
 };
 
 DecodeCrossover decode_crossover(const HardwareSpec& hardware, const ModelConfig& model, int tensor_parallel,

@@ -9,10 +9,13 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 
 #include "engine/common/config_error.h"
+#include "engine/common/rng.h"
 #include "sim/cost_model.h"
 #include "sim/memory_planner.h"
 #include "sim/roofline_cost_model.h"
@@ -404,4 +407,67 @@ TEST_CASE("roofline precisions: fp8 and w4a16 weight bytes, FP8 peak, W4A16 dequ
   const StepCost wp = w4.breakdown(prefill_shape(4096));
   CHECK(wp.op("qkv_proj").compute_s == Approx(bp.op("qkv_proj").compute_s + qkv_weights * 64 * 4 / 66.9e12));
   CHECK(wp.total_s > bp.total_s);
+}
+
+TEST_CASE("roofline predict is breakdown's total, bit for bit, whatever steps came before", "[roofline]") {
+  // predict() keeps the weight GEMMs' terms per (tokens, rows) and never
+  // builds the ops; its sum must still be breakdown's, to the last bit, for
+  // dense, MoE, W4A16 and tensor-parallel models, on a spec whose GEMMs
+  // combine compute and memory by an exponent, with several models
+  // interleaved on one thread (the memo is keyed by model, not by address).
+  std::vector<std::unique_ptr<RooflineCostModel>> models;
+  const HardwareSpec h100 = HardwareSpec::from_ini_file(kH100);
+  HardwareSpec overlapped = h100;
+  overlapped.overlap_exponent = 2.5;
+  overlapped.layer_overhead_s = 3e-6;
+  ModelConfig w4 = model("llama-3.1-8b");
+  w4.precision = "w4a16";
+  models.push_back(std::make_unique<RooflineCostModel>(h100, model("llama-3.1-8b"), 1));
+  models.push_back(std::make_unique<RooflineCostModel>(overlapped, model("llama-3.1-8b"), 1));
+  models.push_back(std::make_unique<RooflineCostModel>(h100, w4, 1));
+  models.push_back(std::make_unique<RooflineCostModel>(h100, model("llama-3.1-70b"), 4));
+  models.push_back(std::make_unique<RooflineCostModel>(overlapped, model("mixtral-8x7b"), 2));
+  models.push_back(std::make_unique<RooflineCostModel>(h100, model("qwen3-30b-a3b"), 8, 8));
+  Rng rng(7);
+  int compared = 0;
+  for (int round = 0; round < 4000; ++round) {
+    StepShape shape;
+    // Few distinct sizes, so (tokens, rows) pairs repeat and the memo answers.
+    const int num_seqs = static_cast<int>(rng.below(round % 3 == 0 ? 4 : 40));
+    for (int i = 0; i < num_seqs; ++i) {
+      SeqShape q;
+      q.num_computed = static_cast<int>(rng.below(4000));
+      q.is_decode = rng.below(4) != 0;
+      q.num_new = q.is_decode ? 1 + static_cast<int>(rng.below(2)) : 1 + static_cast<int>(rng.below(600));
+      q.samples = rng.below(8) != 0;
+      q.num_draft = q.is_decode ? q.num_new - 1 : 0;
+      shape.push_back(q);
+    }
+    const RooflineCostModel& m = *models[rng.below(models.size())];
+    const double fast = m.predict(shape), full = m.breakdown(shape).total_s;
+    INFO("round " << round << ", " << num_seqs << " sequences, " << m.model().name);
+    REQUIRE(std::memcmp(&fast, &full, sizeof fast) == 0);
+    ++compared;
+  }
+  CHECK(compared == 4000);
+  // 301 steps of 600 tokens with 0..300 sampling rows share 256 memo slots:
+  // pairs with equal token counts collide, and must not answer each other.
+  for (int pass = 0; pass < 3; ++pass)
+    for (int r = 0; r <= 300; ++r) {
+      const int rows = pass == 1 ? 300 - r : r;
+      StepShape shape = prefill_shape(600 - rows, 100, false);
+      for (int i = 0; i < rows; ++i) shape.push_back(decode_shape(1, 200 + i)[0]);
+      const RooflineCostModel& m = *models[pass];
+      const double fast = m.predict(shape), full = m.breakdown(shape).total_s;
+      INFO("pass " << pass << ", " << rows << " rows");
+      REQUIRE(std::memcmp(&fast, &full, sizeof fast) == 0);
+    }
+  // A model built where a destroyed one lived gets no stale terms.
+  for (int i = 0; i < 3; ++i) {
+    HardwareSpec hw = h100;
+    hw.bandwidth_gbps *= 1 + i;
+    auto m = std::make_unique<RooflineCostModel>(hw, model("llama-3.1-8b"), 1);
+    const StepShape s = decode_shape(16, 1000);
+    CHECK(m->predict(s) == m->breakdown(s).total_s);
+  }
 }
