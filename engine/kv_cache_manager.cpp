@@ -27,12 +27,12 @@ void CacheConfig::validate() const {
 int PrefixHit::num_tokens() const { return static_cast<int>(blocks.size()) * block_size; }
 
 KvCacheManager::KvCacheManager(int num_blocks, int block_size, bool enable_prefix_cache)
-    : block_size_(block_size), prefix_cache_(enable_prefix_cache), blocks_(num_blocks), block_hash_(num_blocks, 0),
+    : block_size_(block_size), prefix_cache_(enable_prefix_cache), blocks_(num_blocks),
       cached_(enable_prefix_cache ? static_cast<size_t>(num_blocks) : 16) {
   require(num_blocks > 0, "cache.num_blocks", "the KV cache needs at least one block");
   require(block_size > 0, "cache.block_size", "must be positive");
   free_back_.reserve(num_blocks);
-  for (int b = 0; b < num_blocks; ++b) push_free_back(b);
+  for (int b = 0; b < num_blocks; ++b) push_free_back(b, 0);
 }
 
 PrefixHit KvCacheManager::find_cached_prefix(Sequence& seq) const {
@@ -108,7 +108,6 @@ void KvCacheManager::commit_new_blocks(Sequence& seq) {
     if (i + kAhead < num_full) {
       cached_.prefetch(hashes[i + kAhead]);
       __builtin_prefetch(&blocks_[seq.block_table[i + kAhead]], 1);
-      __builtin_prefetch(&block_hash_[seq.block_table[i + kAhead]], 1);
     }
     const uint64_t h = hashes[i];
     // Another sequence may have computed the same block meanwhile: keep the
@@ -117,14 +116,13 @@ void KvCacheManager::commit_new_blocks(Sequence& seq) {
     Block& block = blocks_[seq.block_table[i]];
     block.has_hash = true;
     block.first_block = i == 0;
-    block_hash_[seq.block_table[i]] = h;
     publish(KvEvent::Kind::BlockStored, h, i == 0 ? root_block_hash(seq.request().cache_salt) : hashes[i - 1],
             block_size_, i == 0);
   }
   seq.num_committed_blocks = num_full;
 }
 
-void KvCacheManager::release_blocks(const std::vector<int32_t>& table) {
+void KvCacheManager::release_blocks(const std::vector<int32_t>& table, const std::vector<uint64_t>& hashes) {
   const int n = static_cast<int>(table.size());
   for (int i = n - 1; i >= std::max(0, n - 8); --i) __builtin_prefetch(&blocks_[table[i]]);
   for (auto it = table.rbegin(); it != table.rend(); ++it) {
@@ -132,16 +130,22 @@ void KvCacheManager::release_blocks(const std::vector<int32_t>& table) {
     if (ahead < table.rend()) __builtin_prefetch(&blocks_[*ahead]);
     Block& block = blocks_[*it];
     if (--block.ref_count == 0) {
-      if (block.has_hash)
-        push_free_back(*it);
-      else
+      if (block.has_hash) {
+        const size_t i = static_cast<size_t>(table.rend() - it) - 1;
+        if (i >= hashes.size())
+          throw std::logic_error("KvCacheManager: cached block " + std::to_string(*it) + " at position " +
+                                 std::to_string(i) + " of a table with " + std::to_string(hashes.size()) +
+                                 " block hashes");
+        push_free_back(*it, hashes[i]);
+      } else {
         push_free_front(*it);
+      }
     }
   }
 }
 
 void KvCacheManager::free(Sequence& seq) {
-  release_blocks(seq.block_table);
+  release_blocks(seq.block_table, seq.known_block_hashes());
   seq.block_table.clear();
   seq.num_committed_blocks = 0;
 }
@@ -172,7 +176,7 @@ KvExport KvCacheManager::export_blocks(Sequence& seq) {
   const int num_full = std::min(seq.num_computed_tokens / block_size_, static_cast<int>(seq.block_table.size()));
   const std::vector<uint64_t>& hashes = seq.block_hashes(block_size_);
   out.block_hashes.assign(hashes.begin(), hashes.begin() + num_full);
-  exports_[seq.id()] = std::move(seq.block_table);
+  exports_[seq.id()] = Held{std::move(seq.block_table), out.block_hashes};
   seq.block_table.clear();
   seq.num_committed_blocks = 0;
   return out;
@@ -182,7 +186,7 @@ void KvCacheManager::release_export(int64_t seq_id) {
   auto it = exports_.find(seq_id);
   if (it == exports_.end())
     throw std::logic_error("KvCacheManager::release_export: sequence " + std::to_string(seq_id) + " is not exported");
-  release_blocks(it->second);
+  release_blocks(it->second.blocks, it->second.hashes);
   exports_.erase(it);
 }
 
@@ -234,28 +238,37 @@ void KvCacheManager::clear_cache() {
 }
 
 void KvCacheManager::take_free_blocks(std::vector<int32_t>& table, int n) {
-  // The free list's head holds the least recently used blocks, whose records,
-  // hashes and cache-table slots are all cold: evicting one after another
-  // waits for three misses each. Read the next n entries first and start
-  // loading their records and hashes, then their table slots, so the misses
-  // overlap; the takes below are unchanged.
+  // The free list's head holds the least recently used blocks, whose records
+  // and cache-table slots are cold: evicting one after another waits for
+  // two misses each. The entries are read in order, and each carries its
+  // block's hash, so both can be loaded ahead: the record kFar takes ahead,
+  // the table slot kNear ahead (by which time the record says whether the
+  // block is cached). Dead entries only shift what is loaded.
   if (n > num_free_)
     throw std::logic_error("KvCacheManager: " + std::to_string(n) + " blocks taken with " + std::to_string(num_free_) +
                            " free");
-  constexpr int kMaxAhead = 64;
-  if (prefix_cache_ && n > 1) {
-    int ahead[kMaxAhead];
-    int m = 0;
-    for (size_t i = free_front_.size(); i > 0 && m < std::min(n, kMaxAhead);) ahead[m++] = free_front_[--i].block;
-    for (size_t i = back_head_; i < free_back_.size() && m < std::min(n, kMaxAhead); ++i) ahead[m++] = free_back_[i].block;
-    for (int i = 0; i < m; ++i) {
-      __builtin_prefetch(&blocks_[ahead[i]]);
-      __builtin_prefetch(&block_hash_[ahead[i]]);
-    }
-    for (int i = 0; i < m; ++i)
-      if (blocks_[ahead[i]].has_hash) cached_.prefetch(block_hash_[ahead[i]]);
+  constexpr size_t kFar = 16, kNear = 8;
+  const bool ahead = prefix_cache_ && n > 1;
+  // The entry k places after the head (null past the end).
+  auto entry = [&](size_t k) -> const FreeEntry* {
+    if (k < free_front_.size()) return &free_front_[free_front_.size() - 1 - k];
+    k = k - free_front_.size() + back_head_;
+    return k < free_back_.size() ? &free_back_[k] : nullptr;
+  };
+  auto load_slot = [&](const FreeEntry* e) {
+    if (e && blocks_[e->block].has_hash) cached_.prefetch(e->hash);
+  };
+  if (ahead) {
+    for (size_t k = 0; k < std::min<size_t>(kFar, n); ++k)
+      if (const FreeEntry* e = entry(k)) __builtin_prefetch(&blocks_[e->block], 1);
+    for (size_t k = 0; k < std::min<size_t>(kNear, n); ++k) load_slot(entry(k));
   }
   for (int i = 0; i < n; ++i) {
+    if (ahead && i + kNear < static_cast<size_t>(n)) {
+      if (i + kFar < static_cast<size_t>(n))
+        if (const FreeEntry* e = entry(kFar)) __builtin_prefetch(&blocks_[e->block], 1);
+      load_slot(entry(kNear));
+    }
     const int b = take_free_block();
     blocks_[b].ref_count = 1;
     table.push_back(b);
@@ -264,11 +277,13 @@ void KvCacheManager::take_free_blocks(std::vector<int32_t>& table, int n) {
 
 int KvCacheManager::take_free_block() {
   int b = -1;
+  uint64_t hash = 0;
   while (!free_front_.empty()) {
     const FreeEntry e = free_front_.back();
     free_front_.pop_back();
     if (is_live(e)) {
       b = e.block;
+      hash = e.hash;
       break;
     }
     --num_front_dead_;
@@ -277,6 +292,7 @@ int KvCacheManager::take_free_block() {
     const FreeEntry e = free_back_[back_head_++];
     if (is_live(e)) {
       b = e.block;
+      hash = e.hash;
       --num_back_live_;
     } else {
       --num_back_dead_;
@@ -288,7 +304,7 @@ int KvCacheManager::take_free_block() {
   }
   blocks_[b].in_free_list = false;
   --num_free_;
-  if (blocks_[b].has_hash) evict(b);
+  if (blocks_[b].has_hash) evict(b, hash);
   return b;
 }
 
@@ -297,11 +313,11 @@ void KvCacheManager::touch(int b) {
   ++blocks_[b].ref_count;
 }
 
-void KvCacheManager::evict(int b) {
+void KvCacheManager::evict(int b, uint64_t hash) {
   Block& block = blocks_[b];
-  cached_.erase(block_hash_[b]);
+  cached_.erase(hash);
   block.has_hash = false;
-  publish(KvEvent::Kind::BlockRemoved, block_hash_[b], 0, 0, block.first_block);
+  publish(KvEvent::Kind::BlockRemoved, hash, 0, 0, block.first_block);
 }
 
 void KvCacheManager::compact(std::vector<FreeEntry>& part, size_t head) {
@@ -311,18 +327,21 @@ void KvCacheManager::compact(std::vector<FreeEntry>& part, size_t head) {
   part.resize(out);
 }
 
-void KvCacheManager::push_free_back(int b) {
+void KvCacheManager::push_free_back(int b, uint64_t hash) {
   // Before the array would grow, drop what is dead or taken if that is at
   // least half of it: the array stays within a few times the block count.
   if (free_back_.size() == free_back_.capacity() && (back_head_ + num_back_dead_) * 2 >= free_back_.size()) {
-    compact(free_back_, back_head_);
+    if (num_back_dead_ == 0)  // only taken entries before the head: no record to read
+      free_back_.erase(free_back_.begin(), free_back_.begin() + static_cast<std::ptrdiff_t>(back_head_));
+    else
+      compact(free_back_, back_head_);
     back_head_ = 0;
     num_back_dead_ = 0;
   }
   Block& block = blocks_[b];
   block.in_free_list = true;
   block.in_back = true;
-  free_back_.push_back({b, ++block.free_gen});
+  free_back_.push_back({b, ++block.free_gen, hash});
   ++num_back_live_;
   ++num_free_;
 }
@@ -335,7 +354,7 @@ void KvCacheManager::push_free_front(int b) {
   Block& block = blocks_[b];
   block.in_free_list = true;
   block.in_back = false;
-  free_front_.push_back({b, ++block.free_gen});
+  free_front_.push_back({b, ++block.free_gen, 0});
   ++num_free_;
 }
 
@@ -355,16 +374,31 @@ void KvCacheManager::unlink_free(int b) {
 std::string KvCacheManager::check_invariants(const std::vector<const Sequence*>& live) const {
   std::ostringstream err;
   std::vector<int> expected(blocks_.size(), 0);
-  for (const auto& [id, table] : exports_)
-    for (int32_t b : table) ++expected[b];
-  for (const Sequence* s : live)
-    for (int32_t b : s->block_table) {
+  // A cached block is indexed under the hash its holders (and its free-list
+  // entry) give it.
+  auto check_hash = [&](int32_t b, uint64_t hash, const char* who, int64_t id) {
+    if (!blocks_[b].has_hash) return;
+    const int32_t* indexed = cached_.find(hash);
+    if (!indexed || *indexed != b)
+      err << "cached block " << b << " (" << who << " " << id << ") is not indexed under its hash; ";
+  };
+  auto check_held = [&](const std::vector<int32_t>& table, const std::vector<uint64_t>& hashes, const char* who,
+                        int64_t id) {
+    for (size_t i = 0; i < table.size(); ++i) {
+      const int32_t b = table[i];
       if (b < 0 || b >= num_blocks()) {
-        err << "sequence " << s->id() << " holds invalid block " << b << "; ";
+        err << who << " " << id << " holds invalid block " << b << "; ";
         continue;
       }
       ++expected[b];
+      if (blocks_[b].has_hash && i >= hashes.size())
+        err << who << " " << id << " holds cached block " << b << " past its block hashes; ";
+      else if (blocks_[b].has_hash)
+        check_hash(b, hashes[i], who, id);
     }
+  };
+  for (const auto& [id, held] : exports_) check_held(held.blocks, held.hashes, "export", id);
+  for (const Sequence* s : live) check_held(s->block_table, s->known_block_hashes(), "sequence", s->id());
   // The free list in order: the front part from its top, then the back part.
   std::vector<char> listed_at(blocks_.size(), 0);
   int listed = 0, front_dead = 0, back_live = 0, back_dead = 0;
@@ -381,6 +415,7 @@ std::string KvCacheManager::check_invariants(const std::vector<const Sequence*>&
     if (listed_at[e.block]++) err << "block " << e.block << " listed twice; ";
     ++listed;
     if (back) ++back_live;
+    check_hash(e.block, e.hash, "free entry of block", e.block);
   };
   for (size_t i = free_front_.size(); i > 0;) visit(free_front_[--i], false);
   for (size_t i = back_head_; i < free_back_.size(); ++i) visit(free_back_[i], true);
@@ -398,14 +433,13 @@ std::string KvCacheManager::check_invariants(const std::vector<const Sequence*>&
       err << "block " << b << " refcount " << block.ref_count << " but held " << expected[b] << " times; ";
     if ((block.ref_count == 0) != block.in_free_list)
       err << "block " << b << " refcount " << block.ref_count << " vs free flag " << block.in_free_list << "; ";
-    if (block.has_hash) {
-      ++hashed;
-      const int32_t* indexed = cached_.find(block_hash_[b]);
-      if (!indexed || *indexed != b) err << "block " << b << " hash not indexed; ";
-    }
+    if (block.has_hash) ++hashed;
   }
   if (hashed != static_cast<int>(cached_.size()))
     err << cached_.size() << " cache entries but " << hashed << " hashed blocks; ";
+  cached_.for_each([&](uint64_t, int32_t b) {
+    if (b < 0 || b >= num_blocks() || !blocks_[b].has_hash) err << "the cache indexes block " << b << ", not cached; ";
+  });
   return err.str();
 }
 

@@ -151,8 +151,10 @@ class KvCacheManager {
   std::string check_invariants(const std::vector<const Sequence*>& live) const;
 
  private:
-  // 12 bytes: a fleet simulation walks millions of these; the hash lives apart
-  // (block_hash_) because only storing and evicting need it.
+  // 12 bytes: a fleet simulation walks millions of these. A block's hash is
+  // not kept here: the sequences holding it know it (their block hashes),
+  // and so does its free-list entry once it is free, which is where
+  // eviction reads it.
   struct Block {
     int32_t ref_count = 0;
     uint32_t free_gen = 0;     // bumped each time the block joins the free list (FreeEntry::gen)
@@ -175,18 +177,21 @@ class KvCacheManager {
   struct FreeEntry {
     int32_t block;
     uint32_t gen;
+    uint64_t hash;  // the block's hash when it was freed cached (read only while has_hash)
   };
   bool is_live(const FreeEntry& e) const { return blocks_[e.block].in_free_list && blocks_[e.block].free_gen == e.gen; }
 
   void commit_new_blocks(Sequence& seq);
   bool append_blocks(Sequence& seq, int target);
-  void release_blocks(const std::vector<int32_t>& table);
+  // Drops a reference to each block of `table`, whose cached blocks have
+  // the hashes at the same places in `hashes`.
+  void release_blocks(const std::vector<int32_t>& table, const std::vector<uint64_t>& hashes);
   int take_free_block();
   // Takes n blocks off the free list (n <= num_free_) onto the end of table, each with one reference.
   void take_free_blocks(std::vector<int32_t>& table, int n);
   void touch(int block);
-  void evict(int block);
-  void push_free_back(int block);
+  void evict(int block, uint64_t hash);
+  void push_free_back(int block, uint64_t hash);
   void push_free_front(int block);
   void unlink_free(int block);
   // Drops the dead entries (and the taken ones before `head`) of a part, keeping the order.
@@ -206,14 +211,17 @@ class KvCacheManager {
   int block_size_;
   bool prefix_cache_;
   std::vector<Block> blocks_;
-  std::vector<uint64_t> block_hash_;
   std::vector<FreeEntry> free_front_;  // top (back()) is the list's head
   std::vector<FreeEntry> free_back_;   // [back_head_, end) in list order
   size_t back_head_ = 0;
   int num_free_ = 0;
   int num_back_live_ = 0, num_back_dead_ = 0, num_front_dead_ = 0;
   FlatHashMap64<int32_t> cached_;  // block hash -> block id
-  std::unordered_map<int64_t, std::vector<int32_t>> exports_;  // seq id -> blocks held for a transfer
+  struct Held {
+    std::vector<int32_t> blocks;
+    std::vector<uint64_t> hashes;  // of its full blocks
+  };
+  std::unordered_map<int64_t, Held> exports_;  // seq id -> blocks held for a transfer
   bool record_events_ = false;
   std::vector<KvEvent> events_;
 };

@@ -63,6 +63,8 @@ class Sequence {
 
   // Hashes of every full block of tokens(), extended lazily.
   const std::vector<uint64_t>& block_hashes(int block_size);
+  // The hashes block_hashes last computed (none extended now).
+  const std::vector<uint64_t>& known_block_hashes() const { return block_hashes_; }
 
   // Members in the order a decode step touches them: every step reads the
   // first two cache lines of each running sequence, so they hold everything
