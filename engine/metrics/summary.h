@@ -5,6 +5,7 @@
 // normalized latency = E2E / output tokens (Orca's and vLLM's evaluation metric).
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +36,9 @@ class Summary {
 
 // Linear interpolation between closest ranks (numpy's default); NaN for no values.
 double percentile(std::vector<double> values, double p);
+// The same for several p at once, ascending (by selection: linear time, the
+// values a sort would give, bit for bit).
+std::vector<double> percentiles(std::vector<double> values, std::initializer_list<double> ps);
 
 Summary summarize(const RunRecorder& rec, int num_instances, const SloConfig& slo);
 

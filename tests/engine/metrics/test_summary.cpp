@@ -104,3 +104,38 @@ TEST_CASE("percentile over random inputs: order statistics, bounds, monotone in 
     }
   }
 }
+
+TEST_CASE("percentiles by selection are a sorted copy's interpolations, bit for bit", "[metrics][percentile]") {
+  // The reference: sort, then interpolate between floor(rank) and the next.
+  auto by_sort = [](std::vector<double> v, double p) {
+    v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
+    if (v.empty()) return static_cast<double>(NAN);
+    std::sort(v.begin(), v.end());
+    const double rank = p / 100.0 * static_cast<double>(v.size() - 1);
+    const size_t lo = static_cast<size_t>(std::floor(rank)), hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (rank - static_cast<double>(lo)) * (v[hi] - v[lo]);
+  };
+  Rng rng(11);
+  for (int round = 0; round < 3000; ++round) {
+    std::vector<double> v(rng.below(round < 100 ? 5 : 300));
+    const int distinct = 1 + static_cast<int>(rng.below(40));  // ties, often
+    for (double& x : v) x = rng.below(8) == 0 ? NAN : static_cast<double>(rng.below(distinct)) * 0.37 - 3;
+    const std::vector<double> q = percentiles(v, {0, 50, 90, 95, 99, 99.9, 100});
+    const double ps[] = {0, 50, 90, 95, 99, 99.9, 100};
+    for (int i = 0; i < 7; ++i) {
+      const double want = by_sort(v, ps[i]);
+      INFO("round " << round << ", " << v.size() << " values, p" << ps[i]);
+      if (std::isnan(want))
+        CHECK(std::isnan(q[i]));
+      else
+        REQUIRE(q[i] == want);  // exact, not approximate
+    }
+    // The same p twice, and adjacent ranks, read the order statistics already placed.
+    const std::vector<double> twice = percentiles(v, {50, 50, 51});
+    if (!std::isnan(by_sort(v, 50))) {
+      CHECK(twice[0] == by_sort(v, 50));
+      CHECK(twice[1] == by_sort(v, 50));
+      CHECK(twice[2] == by_sort(v, 51));
+    }
+  }
+}
