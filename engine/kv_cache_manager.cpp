@@ -328,15 +328,21 @@ void KvCacheManager::compact(std::vector<FreeEntry>& part, size_t head) {
 }
 
 void KvCacheManager::push_free_back(int b, uint64_t hash) {
-  // Before the array would grow, drop what is dead or taken if that is at
-  // least half of it: the array stays within a few times the block count.
-  if (free_back_.size() == free_back_.capacity() && (back_head_ + num_back_dead_) * 2 >= free_back_.size()) {
-    if (num_back_dead_ == 0)  // only taken entries before the head: no record to read
-      free_back_.erase(free_back_.begin(), free_back_.begin() + static_cast<std::ptrdiff_t>(back_head_));
-    else
-      compact(free_back_, back_head_);
-    back_head_ = 0;
-    num_back_dead_ = 0;
+  // When the array is full, drop what is dead or taken if that is a quarter
+  // of it or more (each drop then pays for itself), else grow by a quarter:
+  // at most 4/3 of the live entries fill it, so it holds at most 5/3 of the
+  // block count (a fleet keeps one per instance).
+  if (free_back_.size() == free_back_.capacity()) {
+    if ((back_head_ + num_back_dead_) * 4 >= free_back_.size()) {
+      if (num_back_dead_ == 0)  // only taken entries before the head: no record to read
+        free_back_.erase(free_back_.begin(), free_back_.begin() + static_cast<std::ptrdiff_t>(back_head_));
+      else
+        compact(free_back_, back_head_);
+      back_head_ = 0;
+      num_back_dead_ = 0;
+    } else {
+      free_back_.reserve(free_back_.size() + free_back_.size() / 4 + 16);
+    }
   }
   Block& block = blocks_[b];
   block.in_free_list = true;
@@ -347,9 +353,13 @@ void KvCacheManager::push_free_back(int b, uint64_t hash) {
 }
 
 void KvCacheManager::push_free_front(int b) {
-  if (free_front_.size() == free_front_.capacity() && static_cast<size_t>(num_front_dead_) * 2 >= free_front_.size()) {
-    compact(free_front_, 0);
-    num_front_dead_ = 0;
+  if (free_front_.size() == free_front_.capacity()) {
+    if (static_cast<size_t>(num_front_dead_) * 4 >= free_front_.size()) {
+      compact(free_front_, 0);
+      num_front_dead_ = 0;
+    } else {
+      free_front_.reserve(free_front_.size() + free_front_.size() / 4 + 16);
+    }
   }
   Block& block = blocks_[b];
   block.in_free_list = true;
