@@ -218,8 +218,7 @@ std::vector<const Sequence*> Engine::live_sequences() const {
 void Engine::publish_kv_events() {
   if (kv_.events().empty()) return;
   const std::vector<KvEvent>& events = kv_.events();
-  if (sink_)
-    for (const KvEvent& e : events) sink_->on_kv_event(instance_, e);
+  if (sink_) sink_->on_kv_events(instance_, events.data(), events.size());
   for (KvEventListener* l : listeners_) l->on_kv_events(events.data(), events.size());
   kv_.clear_events();
 }

@@ -96,6 +96,10 @@ class MetricsSink {
   // The request left unfinished at t: its blocks are free.
   virtual void on_cancel(int /*instance*/, const Sequence& /*seq*/, double /*t*/, CancelReason /*reason*/) {}
   virtual void on_kv_event(int /*instance*/, const KvEvent& /*event*/) {}
+  // One drain's events, in order (one call where a sink only counts them).
+  virtual void on_kv_events(int instance, const KvEvent* events, size_t n) {
+    for (size_t i = 0; i < n; ++i) on_kv_event(instance, events[i]);
+  }
   virtual void on_sample(const InstanceSample& /*sample*/) {}
   virtual void on_scale(const ScaleSample& /*sample*/) {}
   virtual void on_request_event(const RequestEvent& /*event*/) {}

@@ -162,6 +162,10 @@ void RunRecorder::set_ingress_seconds(const std::vector<std::pair<int64_t, doubl
 
 void RunRecorder::on_kv_event(int, const KvEvent& event) { add_kv_event(event.kind); }
 
+void RunRecorder::on_kv_events(int, const KvEvent* events, size_t n) {
+  for (size_t i = 0; i < n; ++i) add_kv_event(events[i].kind);
+}
+
 void RunRecorder::add_kv_event(KvEvent::Kind kind) {
   if (kind == KvEvent::Kind::BlockStored) ++num_blocks_stored_;
   if (kind == KvEvent::Kind::BlockRemoved) ++num_blocks_removed_;

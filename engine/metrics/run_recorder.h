@@ -61,7 +61,12 @@ class RunRecorder : public MetricsSink {
   void on_finish(int instance, const Sequence& seq, double t) override;
   void on_cancel(int instance, const Sequence& seq, double t, CancelReason reason) override;
   void on_cache_answer(const Request& request, double t, bool semantic, bool correct) override;
-  void on_kv_event(int instance, const KvEvent& event) override;
+  // Engines report a drain's events in one on_kv_events call, which counts
+  // them without calling on_kv_event: a subclass that watches events
+  // overrides on_kv_events (on_kv_event is final, so one that overrides it
+  // does not compile instead of silently seeing nothing).
+  void on_kv_event(int instance, const KvEvent& event) final;
+  void on_kv_events(int instance, const KvEvent* events, size_t n) override;
   void on_sample(const InstanceSample& sample) override;
   void on_scale(const ScaleSample& sample) override { scale_.push_back(sample); }
   const std::vector<ScaleSample>& scale_samples() const { return scale_; }

@@ -70,8 +70,11 @@ class ProposingExecutor : public Executor {
 class CheckingRecorder : public RunRecorder {
  public:
   CheckingRecorder(const Shadow& shadow, int block_size) : RunRecorder(false, true), shadow_(shadow), bs_(block_size) {}
-  void on_kv_event(int instance, const KvEvent& e) override {
-    RunRecorder::on_kv_event(instance, e);
+  void on_kv_events(int instance, const KvEvent* events, size_t n) override {
+    RunRecorder::on_kv_events(instance, events, n);
+    for (size_t i = 0; i < n; ++i) check(events[i]);
+  }
+  void check(const KvEvent& e) {
     if (e.kind != KvEvent::Kind::BlockStored || !engine) return;
     const int block = engine->kv_cache().cached_block(e.block_hash);
     std::vector<int32_t> tokens(bs_, -1);
