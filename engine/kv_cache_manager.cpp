@@ -31,6 +31,7 @@ KvCacheManager::KvCacheManager(int num_blocks, int block_size, bool enable_prefi
       cached_(enable_prefix_cache ? static_cast<size_t>(num_blocks) : 16) {
   require(num_blocks > 0, "cache.num_blocks", "the KV cache needs at least one block");
   require(block_size > 0, "cache.block_size", "must be positive");
+  if ((block_size & (block_size - 1)) == 0) block_shift_ = __builtin_ctz(static_cast<unsigned>(block_size));
   free_back_.reserve(num_blocks);
   for (int b = 0; b < num_blocks; ++b) push_free_back(b, 0);
 }
@@ -40,7 +41,7 @@ PrefixHit KvCacheManager::find_cached_prefix(Sequence& seq) const {
   hit.block_size = block_size_;
   if (!prefix_cache_ || cached_.empty()) return hit;
   // At least one token is computed, so the last step has logits to sample from.
-  const int max_blocks = (seq.num_tokens() - 1) / block_size_;
+  const int max_blocks = full_blocks(seq.num_tokens() - 1);
   if (max_blocks <= 0) return hit;
   const std::vector<uint64_t>& hashes = seq.block_hashes(block_size_);
   constexpr int kAhead = 8;
@@ -92,7 +93,7 @@ bool KvCacheManager::allocate(Sequence& seq, int num_new_tokens, const PrefixHit
 }
 
 void KvCacheManager::commit_new_blocks(Sequence& seq) {
-  const int num_full = seq.num_computed_tokens / block_size_;
+  const int num_full = full_blocks(seq.num_computed_tokens);
   if (!prefix_cache_) {
     seq.num_committed_blocks = num_full;
     return;

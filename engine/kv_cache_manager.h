@@ -80,7 +80,12 @@ class KvCacheManager {
   int num_used_blocks() const { return num_blocks() - num_free_; }
   int num_cached_blocks() const { return static_cast<int>(cached_.size()); }
   double usage() const { return static_cast<double>(num_used_blocks()) / num_blocks(); }
-  int blocks_needed(int num_tokens) const { return (num_tokens + block_size_ - 1) / block_size_; }
+  int blocks_needed(int num_tokens) const { return full_blocks(num_tokens + block_size_ - 1); }
+  // Whole blocks in num_tokens >= 0 tokens: a shift for the usual power-of-two
+  // block sizes (an integer division per running sequence per step showed).
+  int full_blocks(int num_tokens) const {
+    return block_shift_ >= 0 ? num_tokens >> block_shift_ : num_tokens / block_size_;
+  }
 
   // Longest chain of cached blocks at the start of seq's tokens (read-only).
   PrefixHit find_cached_prefix(Sequence& seq) const;
@@ -209,6 +214,7 @@ class KvCacheManager {
   }
 
   int block_size_;
+  int block_shift_ = -1;  // log2(block_size_) when it is a power of two
   bool prefix_cache_;
   std::vector<Block> blocks_;
   std::vector<FreeEntry> free_front_;  // top (back()) is the list's head
