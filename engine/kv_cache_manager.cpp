@@ -243,8 +243,7 @@ void KvCacheManager::take_free_blocks(std::vector<int32_t>& table, int n) {
   // and cache-table slots are cold: evicting one after another waits for
   // two misses each. The entries are read in order, and each carries its
   // block's hash, so both can be loaded ahead: the record kFar takes ahead,
-  // the table slot kNear ahead (by which time the record says whether the
-  // block is cached). Dead entries only shift what is loaded.
+  // the table slot kNear ahead. Dead entries only shift what is loaded.
   if (n > num_free_)
     throw std::logic_error("KvCacheManager: " + std::to_string(n) + " blocks taken with " + std::to_string(num_free_) +
                            " free");
@@ -256,8 +255,10 @@ void KvCacheManager::take_free_blocks(std::vector<int32_t>& table, int n) {
     k = k - free_front_.size() + back_head_;
     return k < free_back_.size() ? &free_back_[k] : nullptr;
   };
+  // An entry freed uncached has hash 0: loading slot 0 for it is harmless
+  // and cheaper than reading its record to decide.
   auto load_slot = [&](const FreeEntry* e) {
-    if (e && blocks_[e->block].has_hash) cached_.prefetch(e->hash);
+    if (e) cached_.prefetch(e->hash);
   };
   if (ahead) {
     for (size_t k = 0; k < std::min<size_t>(kFar, n); ++k)
@@ -276,7 +277,7 @@ void KvCacheManager::take_free_blocks(std::vector<int32_t>& table, int n) {
   }
 }
 
-int KvCacheManager::take_free_block() {
+__attribute__((always_inline)) inline int KvCacheManager::take_free_block() {
   int b = -1;
   uint64_t hash = 0;
   while (!free_front_.empty()) {

@@ -4,6 +4,11 @@
 //   sequences with the prefix cache on: Engine::begin_step and end_step, the
 //   executor (which returns tokens at no cost) excluded; counters split the two.
 // - BM_BlockHash: chained block hashing throughput.
+// - BM_KvCacheChurn: a full prefix cache of N blocks where every prompt is
+//   new, as on the Azure conversation trace: each prompt's blocks are taken
+//   (evicting the least recently freed), registered and freed; per block.
+//   Second argument: KiB of other memory read between prompts (untimed), as
+//   a simulation's other work does, so the cache's records start cold.
 // - BM_CpuDecode: the CPU executor's decode tokens/s on the tiny model.
 #include <benchmark/benchmark.h>
 
@@ -13,6 +18,7 @@
 #include "engine/block_hash.h"
 #include "engine/cpu_executor.h"
 #include "engine/engine.h"
+#include "engine/kv_cache_manager.h"
 #include "engine/model/llama_weights.h"
 #include "engine/common/rng.h"
 
@@ -123,6 +129,50 @@ static void BM_BlockHash(benchmark::State& state) {
   state.SetLabel("items = tokens");
 }
 BENCHMARK(BM_BlockHash)->Arg(16)->Arg(64);
+
+static void BM_KvCacheChurn(benchmark::State& state) {
+  const int num_blocks = static_cast<int>(state.range(0));
+  constexpr int kBlockSize = 16, kPromptBlocks = 72;  // the trace's mean prompt, 1,155 tokens
+  KvCacheManager kv(num_blocks, kBlockSize, /*prefix_cache=*/true);
+  kv.set_record_events(true);
+  Rng rng(3);
+  // Prompts ready before timing: a ring of distinct ones, more than the cache holds.
+  const int num_prompts = 2 * num_blocks / kPromptBlocks + 8;
+  std::vector<std::unique_ptr<Sequence>> prompts;
+  for (int i = 0; i < num_prompts; ++i) {
+    Request r;
+    r.id = i;
+    r.prompt = tokens(rng, kPromptBlocks * kBlockSize + 1);
+    r.max_output_tokens = 1;
+    prompts.push_back(std::make_unique<Sequence>(std::move(r)));
+    prompts.back()->block_hashes(kBlockSize);
+  }
+  std::vector<int64_t> other(static_cast<size_t>(state.range(1)) * 1024 / sizeof(int64_t) + 1, 1);
+  int64_t sink = 0;
+  int64_t blocks = 0;
+  size_t next = 0;
+  for (auto _ : state) {
+    if (state.range(1) > 0) {
+      state.PauseTiming();
+      for (size_t i = 0; i < other.size(); i += 8) sink += other[i];
+      state.ResumeTiming();
+    }
+    Sequence& seq = *prompts[next];
+    next = (next + 1) % prompts.size();
+    seq.num_computed_tokens = 0;
+    const PrefixHit hit = kv.find_cached_prefix(seq);  // a miss: the ring is longer than the cache
+    if (!kv.allocate(seq, seq.num_tokens(), hit)) state.SkipWithError("no room");
+    seq.num_computed_tokens = seq.num_tokens();
+    kv.commit_full_blocks(seq);
+    kv.free(seq);
+    kv.clear_events();
+    blocks += kPromptBlocks + 1;
+  }
+  benchmark::DoNotOptimize(sink);
+  state.SetItemsProcessed(blocks);
+  state.SetLabel("items = blocks taken, registered and freed");
+}
+BENCHMARK(BM_KvCacheChurn)->Args({28020, 0})->Args({28020, 4096})->Args({4096, 0})->Args({4096, 4096});
 
 static void BM_CpuDecode(benchmark::State& state) {
   const int batch = static_cast<int>(state.range(0));
