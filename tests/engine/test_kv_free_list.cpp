@@ -1,0 +1,141 @@
+// The KV cache's free list against a plain doubly linked list (vLLM's
+// FreeKVCacheBlockQueue): over random admits with prefix hits (cached free
+// blocks leave the middle), growth with lookahead, truncation, clear_cache
+// and frees, every allocation takes exactly the blocks at the reference's
+// head, in order.
+#include <catch2/catch.hpp>
+#include <list>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "engine/common/rng.h"
+#include "engine/kv_cache_manager.h"
+
+using namespace testbed;
+
+namespace {
+
+std::unique_ptr<Sequence> make_seq(int64_t id, std::vector<int32_t> tokens) {
+  Request r;
+  r.id = id;
+  r.prompt = std::move(tokens);
+  r.max_output_tokens = 8;
+  return std::make_unique<Sequence>(std::move(r));
+}
+
+// The free list as a doubly linked list of block ids: the order the
+// cache's two arrays with dead entries must reproduce exactly.
+class ReferenceFreeList {
+ public:
+  explicit ReferenceFreeList(int num_blocks) {
+    for (int b = 0; b < num_blocks; ++b) at_[b] = list_.insert(list_.end(), b);
+  }
+  void push_front(int b) { at_[b] = list_.insert(list_.begin(), b); }
+  void push_back(int b) { at_[b] = list_.insert(list_.end(), b); }
+  void remove(int b) {
+    list_.erase(at_.at(b));
+    at_.erase(b);
+  }
+  int pop() {
+    const int b = list_.front();
+    remove(b);
+    return b;
+  }
+  size_t size() const { return list_.size(); }
+
+ private:
+  std::list<int> list_;
+  std::map<int, std::list<int>::iterator> at_;
+};
+
+std::set<int> hashed_blocks(const KvCacheManager& kv) {
+  std::set<int> out;
+  kv.for_each_cached([&](uint64_t h) { out.insert(kv.cached_block(h)); });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("blocks leave the free list in the order of a doubly linked LRU list", "[kv_cache][property]") {
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    Rng rng(seed);
+    const int block_size = 1 + static_cast<int>(rng.below(8));
+    const int num_blocks = 8 + static_cast<int>(rng.below(48));
+    KvCacheManager kv(num_blocks, block_size, /*prefix_cache=*/true);
+    ReferenceFreeList ref(num_blocks);
+    std::vector<std::vector<int32_t>> prefixes(3);
+    for (auto& p : prefixes)
+      for (int i = 0; i < 3 * block_size; ++i) p.push_back(static_cast<int32_t>(rng.below(50)));
+    // The blocks an allocation appended must be the reference's head, in order.
+    auto expect_taken = [&](const Sequence& seq, size_t from) {
+      for (size_t i = from; i < seq.block_table.size(); ++i) REQUIRE(seq.block_table[i] == ref.pop());
+    };
+    auto release = [&](Sequence& seq) {
+      const std::set<int> hashed = hashed_blocks(kv);
+      for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it)
+        if (kv.ref_count(*it) == 1) {
+          if (hashed.count(*it))
+            ref.push_back(*it);
+          else
+            ref.push_front(*it);
+        }
+      kv.free(seq);
+    };
+    std::vector<std::unique_ptr<Sequence>> live;
+    int64_t next_id = 0;
+    for (int op = 0; op < 600; ++op) {
+      INFO("seed " << seed << " op " << op);
+      const uint64_t what = rng.below(9);
+      if (what <= 2 || live.empty()) {  // admit, taking its prefix hit (cached free blocks leave the middle)
+        std::vector<int32_t> tokens = prefixes[rng.below(prefixes.size())];
+        tokens.resize(tokens.size() - rng.below(block_size * 2));
+        for (int i = 0, n = 1 + static_cast<int>(rng.below(3 * block_size)); i < n; ++i)
+          tokens.push_back(static_cast<int32_t>(rng.below(50)));
+        auto seq = make_seq(next_id++, tokens);
+        const PrefixHit hit = kv.find_cached_prefix(*seq);
+        const int n = 1 + static_cast<int>(rng.below(seq->num_tokens() - hit.num_tokens()));
+        if (!kv.can_allocate(*seq, n, hit)) continue;
+        for (int32_t b : hit.blocks)
+          if (kv.ref_count(b) == 0) ref.remove(b);
+        REQUIRE(kv.allocate(*seq, n, hit));
+        expect_taken(*seq, hit.blocks.size());
+        seq->num_computed_tokens += n;
+        kv.commit_full_blocks(*seq);
+        live.push_back(std::move(seq));
+      } else if (what <= 4) {  // extend one
+        Sequence& seq = *live[rng.below(live.size())];
+        if (seq.num_computed_tokens == seq.num_tokens()) seq.append_token(static_cast<int32_t>(rng.below(50)));
+        const int n = seq.num_tokens() - seq.num_computed_tokens;
+        const size_t had = seq.block_table.size();
+        if (kv.allocate(seq, n, static_cast<int>(rng.below(2 * block_size)))) {
+          expect_taken(seq, had);
+          seq.num_computed_tokens += n;
+          kv.commit_full_blocks(seq);
+        }
+      } else if (what == 5) {  // roll a sequence back to its registered blocks: its tail goes to the front
+        Sequence& seq = *live[rng.below(live.size())];
+        const int keep = seq.num_committed_blocks * block_size;
+        for (int i = static_cast<int>(seq.block_table.size()) - 1; i >= kv.blocks_needed(keep); --i)
+          if (kv.ref_count(seq.block_table[i]) == 1) ref.push_front(seq.block_table[i]);
+        kv.truncate(seq, keep);
+      } else if (what == 6 && rng.below(10) == 0) {  // forget the cache: cached free blocks keep their places
+        kv.clear_cache();
+      } else {  // finish one
+        const size_t i = rng.below(live.size());
+        release(*live[i]);
+        live.erase(live.begin() + i);
+      }
+      REQUIRE(static_cast<int>(ref.size()) == kv.num_free_blocks());
+      std::vector<const Sequence*> views;
+      for (const auto& s : live) views.push_back(s.get());
+      REQUIRE(kv.check_invariants(views).empty());
+    }
+    // Every free block, taken at once, comes off in the reference's order.
+    if (kv.num_free_blocks() == 0) continue;
+    auto all = make_seq(next_id++, std::vector<int32_t>(static_cast<size_t>(kv.num_free_blocks()) * block_size, 7));
+    REQUIRE(kv.allocate(*all, all->num_tokens(), PrefixHit{}));
+    expect_taken(*all, 0);
+    CHECK(ref.size() == 0);
+  }
+}
