@@ -174,7 +174,7 @@ KvExport KvCacheManager::export_blocks(Sequence& seq) {
   out.num_tokens = seq.num_computed_tokens;
   out.block_size = block_size_;
   out.blocks = seq.block_table;
-  const int num_full = std::min(seq.num_computed_tokens / block_size_, static_cast<int>(seq.block_table.size()));
+  const int num_full = std::min(full_blocks(seq.num_computed_tokens), static_cast<int>(seq.block_table.size()));
   const std::vector<uint64_t>& hashes = seq.block_hashes(block_size_);
   out.block_hashes.assign(hashes.begin(), hashes.begin() + num_full);
   exports_[seq.id()] = Held{std::move(seq.block_table), out.block_hashes};
@@ -295,7 +295,6 @@ __attribute__((always_inline)) inline int KvCacheManager::take_free_block() {
     if (is_live(e)) {
       b = e.block;
       hash = e.hash;
-      --num_back_live_;
     } else {
       --num_back_dead_;
     }
@@ -350,7 +349,6 @@ void KvCacheManager::push_free_back(int b, uint64_t hash) {
   block.in_free_list = true;
   block.in_back = true;
   free_back_.push_back({b, ++block.free_gen, hash});
-  ++num_back_live_;
   ++num_free_;
 }
 
@@ -375,12 +373,7 @@ void KvCacheManager::unlink_free(int b) {
   Block& block = blocks_[b];
   block.in_free_list = false;
   --num_free_;
-  if (block.in_back) {
-    --num_back_live_;
-    ++num_back_dead_;
-  } else {
-    ++num_front_dead_;
-  }
+  ++(block.in_back ? num_back_dead_ : num_front_dead_);
 }
 
 std::string KvCacheManager::check_invariants(const std::vector<const Sequence*>& live) const {
@@ -413,7 +406,7 @@ std::string KvCacheManager::check_invariants(const std::vector<const Sequence*>&
   for (const Sequence* s : live) check_held(s->block_table, s->known_block_hashes(), "sequence", s->id());
   // The free list in order: the front part from its top, then the back part.
   std::vector<char> listed_at(blocks_.size(), 0);
-  int listed = 0, front_dead = 0, back_live = 0, back_dead = 0;
+  int listed = 0, front_dead = 0, back_dead = 0;
   auto visit = [&](const FreeEntry& e, bool back) {
     if (e.block < 0 || e.block >= num_blocks()) {
       err << "free list entry names invalid block " << e.block << "; ";
@@ -426,15 +419,14 @@ std::string KvCacheManager::check_invariants(const std::vector<const Sequence*>&
     if (blocks_[e.block].in_back != back) err << "block " << e.block << " listed in the wrong part; ";
     if (listed_at[e.block]++) err << "block " << e.block << " listed twice; ";
     ++listed;
-    if (back) ++back_live;
     check_hash(e.block, e.hash, "free entry of block", e.block);
   };
   for (size_t i = free_front_.size(); i > 0;) visit(free_front_[--i], false);
   for (size_t i = back_head_; i < free_back_.size(); ++i) visit(free_back_[i], true);
   if (listed != num_free_) err << "free list holds " << listed << " but num_free is " << num_free_ << "; ";
-  if (front_dead != num_front_dead_ || back_live != num_back_live_ || back_dead != num_back_dead_)
-    err << "free list counts " << front_dead << "/" << back_live << "/" << back_dead << " but kept "
-        << num_front_dead_ << "/" << num_back_live_ << "/" << num_back_dead_ << "; ";
+  if (front_dead != num_front_dead_ || back_dead != num_back_dead_)
+    err << "free list holds " << front_dead << " and " << back_dead << " dead entries but counted "
+        << num_front_dead_ << " and " << num_back_dead_ << "; ";
   for (int b = 0; b < num_blocks(); ++b)
     if (blocks_[b].in_free_list && !listed_at[b]) err << "block " << b << " flagged free but not listed; ";
   int hashed = 0;

@@ -221,7 +221,7 @@ class KvCacheManager {
   std::vector<FreeEntry> free_back_;   // [back_head_, end) in list order
   size_t back_head_ = 0;
   int num_free_ = 0;
-  int num_back_live_ = 0, num_back_dead_ = 0, num_front_dead_ = 0;
+  int num_back_dead_ = 0, num_front_dead_ = 0;  // dead entries in each part
   FlatHashMap64<int32_t> cached_;  // block hash -> block id
   struct Held {
     std::vector<int32_t> blocks;

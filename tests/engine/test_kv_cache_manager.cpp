@@ -7,6 +7,7 @@
 
 #include "engine/block_hash.h"
 #include "engine/kv_cache_manager.h"
+#include "support/kv_prompts.h"
 #include "engine/common/rng.h"
 
 using namespace testbed;
@@ -51,14 +52,6 @@ class EventLedger {
   int errors_ = 0;
 };
 
-std::unique_ptr<Sequence> make_seq(int64_t id, std::vector<int32_t> tokens) {
-  Request r;
-  r.id = id;
-  r.prompt = std::move(tokens);
-  r.max_output_tokens = 8;
-  return std::make_unique<Sequence>(std::move(r));
-}
-
 }  // namespace
 
 TEST_CASE("block manager invariants hold over random operation sequences", "[kv_cache][property]") {
@@ -69,20 +62,14 @@ TEST_CASE("block manager invariants hold over random operation sequences", "[kv_
     KvCacheManager kv(num_blocks, block_size, /*prefix_cache=*/true);
     EventLedger ledger(kv);
     // A few shared prefixes so lookups hit.
-    std::vector<std::vector<int32_t>> prefixes(3);
-    for (auto& p : prefixes)
-      for (int i = 0; i < 3 * block_size; ++i) p.push_back(static_cast<int32_t>(rng.below(50)));
+    const std::vector<std::vector<int32_t>> prefixes = test::shared_prefixes(rng, block_size, 50);
 
     std::vector<std::unique_ptr<Sequence>> live;
     int64_t next_id = 0;
     for (int op = 0; op < 400; ++op) {
       const uint64_t what = rng.below(3);
       if (what == 0 || live.empty()) {  // admit a new sequence with its prefix hit
-        std::vector<int32_t> tokens = prefixes[rng.below(prefixes.size())];
-        tokens.resize(tokens.size() - rng.below(block_size * 2));
-        for (int i = 0, n = 1 + static_cast<int>(rng.below(3 * block_size)); i < n; ++i)
-          tokens.push_back(static_cast<int32_t>(rng.below(50)));
-        auto seq = make_seq(next_id++, tokens);
+        auto seq = test::prompt_sharing(rng, prefixes, block_size, 50, next_id++);
         const PrefixHit hit = kv.find_cached_prefix(*seq);
         REQUIRE(hit.num_tokens() <= seq->num_tokens() - 1);
         const int n = 1 + static_cast<int>(rng.below(seq->num_tokens() - hit.num_tokens()));
@@ -176,9 +163,7 @@ TEST_CASE("lookahead, truncate, export and import keep every invariant over rand
     const int block_size = 1 + static_cast<int>(rng.below(8));
     Side sides[2] = {Side(16 + static_cast<int>(rng.below(48)), block_size),
                      Side(16 + static_cast<int>(rng.below(48)), block_size)};
-    std::vector<std::vector<int32_t>> prefixes(3);
-    for (auto& p : prefixes)
-      for (int i = 0; i < 3 * block_size; ++i) p.push_back(static_cast<int32_t>(rng.below(40)));
+    const std::vector<std::vector<int32_t>> prefixes = test::shared_prefixes(rng, block_size, 40);
     struct Live {
       std::unique_ptr<Sequence> seq;
       int side;
@@ -191,11 +176,7 @@ TEST_CASE("lookahead, truncate, export and import keep every invariant over rand
       if (what == 0 || live.empty()) {  // admit with a prefix hit
         const int side = static_cast<int>(rng.below(2));
         KvCacheManager& kv = *sides[side].kv;
-        std::vector<int32_t> tokens = prefixes[rng.below(prefixes.size())];
-        tokens.resize(tokens.size() - rng.below(block_size * 2));
-        for (int i = 0, n = 1 + static_cast<int>(rng.below(3 * block_size)); i < n; ++i)
-          tokens.push_back(static_cast<int32_t>(rng.below(40)));
-        auto seq = make_seq(next_id++, tokens);
+        auto seq = test::prompt_sharing(rng, prefixes, block_size, 40, next_id++);
         const PrefixHit hit = kv.find_cached_prefix(*seq);
         const int n = 1 + static_cast<int>(rng.below(seq->num_tokens() - hit.num_tokens()));
         if (kv.allocate(*seq, n, hit)) {
@@ -306,7 +287,7 @@ TEST_CASE("lookahead, truncate, export and import keep every invariant over rand
 
 TEST_CASE("truncate cannot cut into registered blocks and frees the tail first", "[kv_cache]") {
   KvCacheManager kv(8, 4, true);
-  auto a = make_seq(0, {1, 2, 3, 4, 5, 6});
+  auto a = test::kv_sequence(0, {1, 2, 3, 4, 5, 6});
   REQUIRE(kv.allocate(*a, 6, 4));  // room for 6 tokens and 4 proposed ones: 3 blocks
   CHECK(a->block_table.size() == 3);
   a->num_computed_tokens = 6;
@@ -324,12 +305,12 @@ TEST_CASE("truncate cannot cut into registered blocks and frees the tail first",
 
 TEST_CASE("an import reuses the blocks the receiver holds and waits when it has no room", "[kv_cache]") {
   KvCacheManager sender(16, 4, true), receiver(3, 4, true);
-  auto a = make_seq(0, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+  auto a = test::kv_sequence(0, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
   REQUIRE(sender.allocate(*a, 10));
   a->num_computed_tokens = 10;
   sender.commit_full_blocks(*a);
   // The receiver already holds the first block (another sequence computed it there).
-  auto b = make_seq(1, {1, 2, 3, 4, 99});
+  auto b = test::kv_sequence(1, {1, 2, 3, 4, 99});
   REQUIRE(receiver.allocate(*b, 5));
   b->num_computed_tokens = 5;
   receiver.commit_full_blocks(*b);
@@ -355,23 +336,23 @@ TEST_CASE("an import reuses the blocks the receiver holds and waits when it has 
 
 TEST_CASE("a prefix hit always leaves one token to compute", "[kv_cache]") {
   KvCacheManager kv(16, 4, true);
-  auto a = make_seq(0, {1, 2, 3, 4, 5, 6, 7, 8});  // exactly two blocks
+  auto a = test::kv_sequence(0, {1, 2, 3, 4, 5, 6, 7, 8});  // exactly two blocks
   REQUIRE(kv.allocate(*a, 8));
   a->num_computed_tokens = 8;
   kv.commit_full_blocks(*a);
   CHECK(kv.num_cached_blocks() == 2);
-  auto same = make_seq(1, {1, 2, 3, 4, 5, 6, 7, 8});
+  auto same = test::kv_sequence(1, {1, 2, 3, 4, 5, 6, 7, 8});
   CHECK(kv.find_cached_prefix(*same).num_tokens() == 4);  // not 8: the last token must be computed
-  auto longer = make_seq(2, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  auto longer = test::kv_sequence(2, {1, 2, 3, 4, 5, 6, 7, 8, 9});
   CHECK(kv.find_cached_prefix(*longer).num_tokens() == 8);
-  auto other = make_seq(3, {9, 2, 3, 4, 5, 6, 7, 8, 9});
+  auto other = test::kv_sequence(3, {9, 2, 3, 4, 5, 6, 7, 8, 9});
   CHECK(kv.find_cached_prefix(*other).num_tokens() == 0);
 }
 
 TEST_CASE("cached blocks are evicted lazily and least recently freed first", "[kv_cache]") {
   KvCacheManager kv(4, 2, true);
   EventLedger ledger(kv);
-  auto a = make_seq(0, {1, 2, 3, 4});
+  auto a = test::kv_sequence(0, {1, 2, 3, 4});
   REQUIRE(kv.allocate(*a, 4));
   a->num_computed_tokens = 4;
   kv.commit_full_blocks(*a);
@@ -379,23 +360,23 @@ TEST_CASE("cached blocks are evicted lazily and least recently freed first", "[k
   CHECK(kv.num_free_blocks() == 4);
   CHECK(kv.num_cached_blocks() == 2);  // still cached while free
   // Two anonymous blocks are taken before any cached one.
-  auto b = make_seq(1, {9, 9, 9, 9});
+  auto b = test::kv_sequence(1, {9, 9, 9, 9});
   REQUIRE(kv.allocate(*b, 4));
   CHECK(kv.num_cached_blocks() == 2);
   CHECK(ledger.stored().size() == 2);
   kv.free(*b);
   // Needing three blocks evicts a's tail block first, then nothing else.
-  auto c = make_seq(2, {7, 7, 7, 7, 7, 7});
+  auto c = test::kv_sequence(2, {7, 7, 7, 7, 7, 7});
   REQUIRE(kv.allocate(*c, 6));
   CHECK(kv.num_cached_blocks() == 1);
-  auto again = make_seq(3, {1, 2, 3, 4, 5});
+  auto again = test::kv_sequence(3, {1, 2, 3, 4, 5});
   CHECK(kv.find_cached_prefix(*again).num_tokens() == 2);  // a's first block survived
   CHECK(ledger.errors() == 0);
 }
 
 TEST_CASE("a failed allocation leaves the cache unchanged", "[kv_cache]") {
   KvCacheManager kv(2, 4, true);
-  auto a = make_seq(0, std::vector<int32_t>(12, 1));
+  auto a = test::kv_sequence(0, std::vector<int32_t>(12, 1));
   CHECK_FALSE(kv.allocate(*a, 12));
   CHECK(kv.num_free_blocks() == 2);
   CHECK(a->block_table.empty());
@@ -404,7 +385,7 @@ TEST_CASE("a failed allocation leaves the cache unchanged", "[kv_cache]") {
 TEST_CASE("clear_cache forgets every cached block and says so once", "[kv_cache]") {
   KvCacheManager kv(8, 2, true);
   EventLedger ledger(kv);
-  auto a = make_seq(0, {1, 2, 3, 4, 5});
+  auto a = test::kv_sequence(0, {1, 2, 3, 4, 5});
   REQUIRE(kv.allocate(*a, 5));
   a->num_computed_tokens = 5;
   kv.commit_full_blocks(*a);
@@ -416,7 +397,7 @@ TEST_CASE("clear_cache forgets every cached block and says so once", "[kv_cache]
   CHECK(kv.num_used_blocks() == 3);  // blocks in use keep their contents
   std::vector<const Sequence*> live{a.get()};
   CHECK(kv.check_invariants(live).empty());
-  auto b = make_seq(1, {1, 2, 3, 4, 5});
+  auto b = test::kv_sequence(1, {1, 2, 3, 4, 5});
   CHECK(kv.find_cached_prefix(*b).num_tokens() == 0);
   kv.free(*a);
   CHECK(kv.check_invariants({}).empty());

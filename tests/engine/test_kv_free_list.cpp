@@ -11,18 +11,11 @@
 
 #include "engine/common/rng.h"
 #include "engine/kv_cache_manager.h"
+#include "support/kv_prompts.h"
 
 using namespace testbed;
 
 namespace {
-
-std::unique_ptr<Sequence> make_seq(int64_t id, std::vector<int32_t> tokens) {
-  Request r;
-  r.id = id;
-  r.prompt = std::move(tokens);
-  r.max_output_tokens = 8;
-  return std::make_unique<Sequence>(std::move(r));
-}
 
 // The free list as a doubly linked list of block ids: the order the
 // cache's two arrays with dead entries must reproduce exactly.
@@ -64,9 +57,7 @@ TEST_CASE("blocks leave the free list in the order of a doubly linked LRU list",
     const int num_blocks = 8 + static_cast<int>(rng.below(48));
     KvCacheManager kv(num_blocks, block_size, /*prefix_cache=*/true);
     ReferenceFreeList ref(num_blocks);
-    std::vector<std::vector<int32_t>> prefixes(3);
-    for (auto& p : prefixes)
-      for (int i = 0; i < 3 * block_size; ++i) p.push_back(static_cast<int32_t>(rng.below(50)));
+    const std::vector<std::vector<int32_t>> prefixes = test::shared_prefixes(rng, block_size, 50);
     // The blocks an allocation appended must be the reference's head, in order.
     auto expect_taken = [&](const Sequence& seq, size_t from) {
       for (size_t i = from; i < seq.block_table.size(); ++i) REQUIRE(seq.block_table[i] == ref.pop());
@@ -88,11 +79,7 @@ TEST_CASE("blocks leave the free list in the order of a doubly linked LRU list",
       INFO("seed " << seed << " op " << op);
       const uint64_t what = rng.below(9);
       if (what <= 2 || live.empty()) {  // admit, taking its prefix hit (cached free blocks leave the middle)
-        std::vector<int32_t> tokens = prefixes[rng.below(prefixes.size())];
-        tokens.resize(tokens.size() - rng.below(block_size * 2));
-        for (int i = 0, n = 1 + static_cast<int>(rng.below(3 * block_size)); i < n; ++i)
-          tokens.push_back(static_cast<int32_t>(rng.below(50)));
-        auto seq = make_seq(next_id++, tokens);
+        auto seq = test::prompt_sharing(rng, prefixes, block_size, 50, next_id++);
         const PrefixHit hit = kv.find_cached_prefix(*seq);
         const int n = 1 + static_cast<int>(rng.below(seq->num_tokens() - hit.num_tokens()));
         if (!kv.can_allocate(*seq, n, hit)) continue;
@@ -133,7 +120,7 @@ TEST_CASE("blocks leave the free list in the order of a doubly linked LRU list",
     }
     // Every free block, taken at once, comes off in the reference's order.
     if (kv.num_free_blocks() == 0) continue;
-    auto all = make_seq(next_id++, std::vector<int32_t>(static_cast<size_t>(kv.num_free_blocks()) * block_size, 7));
+    auto all = test::kv_sequence(next_id++, std::vector<int32_t>(static_cast<size_t>(kv.num_free_blocks()) * block_size, 7));
     REQUIRE(kv.allocate(*all, all->num_tokens(), PrefixHit{}));
     expect_taken(*all, 0);
     CHECK(ref.size() == 0);
