@@ -392,7 +392,7 @@ void Scheduler::postprocess(const Batch& batch, const StepResult& result, double
       o.finished = true;
       ++out.num_finished;
       any_left = true;
-    } else if (seq.request().cancel_after_tokens > 0 && seq.num_output_tokens() >= seq.request().cancel_after_tokens) {
+    } else if (seq.cancel_after_tokens() > 0 && seq.num_output_tokens() >= seq.cancel_after_tokens()) {
       // The client read its tokens and left: nothing more is computed for it.
       cancel(seq, now);
       o.cancelled = true;

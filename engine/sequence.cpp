@@ -19,6 +19,7 @@ Sequence::Sequence(Request request) : request_(std::move(request)) {
   id_ = request_.id;
   max_output_tokens_ = request_.max_output_tokens;
   has_scripted_output_ = !request_.scripted_output.empty();
+  cancel_after_tokens_ = request_.cancel_after_tokens;
   tokens_.reserve(tokens_.size() + std::max(request_.max_output_tokens, 0));
   if (request_.prompt_hash_block_size > 0) {  // hashed upstream: adopt, don't recompute
     block_hashes_ = std::move(request_.prompt_block_hashes);

@@ -37,6 +37,9 @@ class Sequence {
   int num_output_tokens() const { return num_output_tokens_; }
   int max_output_tokens() const { return max_output_tokens_; }
   bool has_scripted_output() const { return has_scripted_output_; }
+  // Request::cancel_after_tokens, kept beside the counts it is compared with
+  // every step (the request's own copy is several cache lines further on).
+  int cancel_after_tokens() const { return cancel_after_tokens_; }
   const std::vector<int32_t>& tokens() const { return tokens_; }
   void append_token(int32_t token) {
     tokens_.push_back(token);
@@ -76,6 +79,7 @@ class Sequence {
   int num_output_tokens_ = 0;
   int max_output_tokens_ = 0;
   int num_drafts_ = 0;
+  int cancel_after_tokens_ = 0;
   bool has_scripted_output_ = false;
 
  public:
