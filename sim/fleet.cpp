@@ -29,6 +29,13 @@ void FleetConfig::validate() const {
 }
 
 
+const Router& Fleet::router(int pool) const {
+  if (pool < 0 || pool >= static_cast<int>(pools_.size()))
+    throw std::out_of_range("Fleet::router: no pool " + std::to_string(pool));
+  if (!pools_[pool]->spec.router) throw std::logic_error("Fleet::router: pool " + std::to_string(pool) + " has no router");
+  return *pools_[pool]->spec.router;
+}
+
 void Fleet::forward_kv_event(Router& router, int local, const KvEvent& e) {
   const double delay = options_.faults.kv_event_delay_s;
   if (delay <= 0) {

@@ -120,6 +120,8 @@ class Fleet {
   // Requests routed to each instance (decode instances: hand-offs received).
   const std::vector<int64_t>& routed() const { return routed_; }
   int num_instances() const { return static_cast<int>(instances_.size()); }
+  // Pool p's router (tests: its prefix index after a run).
+  const Router& router(int pool) const;
 
  private:
   struct Instance;
@@ -135,7 +137,9 @@ class Fleet {
   void step_window(int i);
   void window_start(int i, double now);
   void window_end(int i, double end);
-  void replay_window();
+  void replay_window(WindowTeam& team);
+  void replay_window(WindowTeam* apply_aside);  // null: the KV events go to the routers here
+  void clear_window();
   void keep_log(Instance& inst, RequestEvent::Kind kind, int64_t request);
   bool in_window(double t, int rank) const {
     return !window_has_limit_ || t < window_limit_t_ || (t == window_limit_t_ && rank < window_limit_rank_);

@@ -13,7 +13,11 @@
 // is replayed, which is the order and numbering one thread's loop gives them.
 // Each event's reports are delivered at its turn, so the sink, the router and
 // the log hear the same calls in the same order. An error a step raised is
-// rethrown at its turn.
+// rethrown at its turn. The routers' KV events are the replay's largest part
+// in a big fleet (each one a cold slot of the prefix index): a worker applies
+// them, in the replay's order, while the replay goes on with the rest; the
+// next routing decision comes after the last is applied. (An error a router
+// raises on them is rethrown at the replay's end: the run fails either way.)
 //
 // What a step may do beyond its instance that a worker cannot (hand a
 // sequence off, feed an autoscaler's signals or the ingress cache) is refused
@@ -35,8 +39,9 @@
 
 namespace testbed {
 
-// Workers that wait, spinning, for a window: each takes instances of it in
-// turn until none is left. Windows come every few microseconds, faster than a
+// Workers that wait, spinning, for a task: a window, whose instances each
+// takes in turn until none is left, or a replay's KV events, which one
+// applies as they come. Windows come every few microseconds, faster than a
 // sleeping thread wakes; a worker that has waited long generates requests
 // ahead (workload.read_ahead: RequestSource::work_ahead) or yields its core.
 class Fleet::WindowTeam {
@@ -57,12 +62,40 @@ class Fleet::WindowTeam {
   void run(const std::vector<int>& work) {
     work_ = &work;
     next_.store(0, std::memory_order_relaxed);
-    done_.store(0, std::memory_order_relaxed);
-    epoch_.fetch_add(1, std::memory_order_release);
+    open(kStepKind);
     take(work);
-    const int n = static_cast<int>(threads_.size());
-    for (int spins = 0; done_.load(std::memory_order_acquire) != n; ++spins) wait(spins);
+    wait_joined(close());
     if (failed_.load(std::memory_order_acquire)) std::rethrow_exception(error_);  // the run ends: no reset
+  }
+
+  // The replay's KV events for the routers, applied by one worker while the
+  // caller goes on with the rest of the replay (the sink, the log, the
+  // loop), in the order they are published: the routers see the calls one
+  // thread makes, in its order. Nothing else touches a router meanwhile (a
+  // routing decision comes after end_apply). `capacity`: the most publish()
+  // calls before end_apply (the array is not grown while a worker reads it).
+  void begin_apply(size_t capacity) {
+    jobs_.resize(std::max(jobs_.size(), capacity));
+    num_jobs_ = 0;
+    published_.store(0, std::memory_order_relaxed);
+    final_.store(false, std::memory_order_relaxed);
+    open(kApplyKind);
+  }
+  void publish(EventForwarder* forwarder, const KvEvent* events, size_t n) {
+    if (num_jobs_ == jobs_.size()) throw std::logic_error("Fleet: more KV-event batches in a window than counted");
+    jobs_[num_jobs_++] = Job{forwarder, events, n};
+    published_.store(num_jobs_, std::memory_order_release);
+  }
+  // Returns once every published batch is applied: by the worker that
+  // joined, or here when none did.
+  void end_apply() {
+    final_.store(true, std::memory_order_release);
+    const int joined = close();
+    if (joined == 0)
+      apply_from(0, num_jobs_);
+    else
+      wait_joined(joined);
+    if (failed_.load(std::memory_order_acquire)) std::rethrow_exception(error_);
   }
 
  private:
@@ -70,6 +103,46 @@ class Fleet::WindowTeam {
     stop_.store(true, std::memory_order_release);
     for (std::thread& t : threads_) t.join();
     threads_.clear();
+  }
+  void open(uint64_t kind) {
+    done_.store(0, std::memory_order_relaxed);
+    ++epoch_;
+    gate_.store(epoch_ << kEpochShift | kind, std::memory_order_release);  // open, nobody joined
+  }
+  // A worker that has not joined by now stays out: only the ones inside are
+  // waited for, not one still generating a request ahead.
+  int close() { return static_cast<int>(gate_.fetch_or(kClosed, std::memory_order_acq_rel) & kJoinedMask); }
+  void wait_joined(int joined) {
+    for (int spins = 0; done_.load(std::memory_order_acquire) != joined; ++spins) wait(spins);
+  }
+  struct Job {
+    EventForwarder* forwarder;
+    const KvEvent* events;
+    size_t n;
+  };
+  void apply_from(size_t from, size_t to) {
+    try {
+      for (size_t k = from; k < to; ++k) jobs_[k].forwarder->deliver(jobs_[k].events, jobs_[k].n);
+    } catch (...) {
+      if (!failed_.exchange(true, std::memory_order_acq_rel)) error_ = std::current_exception();
+    }
+  }
+  // A worker's part of an apply: every batch, as it is published, until the last.
+  void apply_all() {
+    size_t applied = 0;
+    for (int spins = 0;; ++spins) {
+      const bool last = final_.load(std::memory_order_acquire);
+      const size_t published = published_.load(std::memory_order_acquire);
+      if (applied < published) {
+        apply_from(applied, published);
+        applied = published;
+        spins = 0;
+      } else if (last) {
+        return;
+      } else if (spins < 256) {
+        TESTBED_SPIN_PAUSE();
+      }  // never yields: the caller's replay is feeding it
+    }
   }
   // A step's own errors are kept with its event (step_window); what escapes
   // that (memory running out) is kept here and rethrown by run().
@@ -92,28 +165,49 @@ class Fleet::WindowTeam {
       std::this_thread::yield();
   }
   void work() {
-    uint64_t seen = 0;
-    for (;;) {
-      uint64_t e;
-      for (int spins = 0; (e = epoch_.load(std::memory_order_acquire)) == seen; ++spins) {
-        if (stop_.load(std::memory_order_acquire)) return;
-        // Waiting long: generate a request ahead (workload.read_ahead) rather than yield.
-        if (spins >= kSpinsBeforeWork && fleet_.source_->work_ahead()) {
-          spins = kSpinsBeforeWork;
-          continue;
-        }
-        wait(spins);
+    uint64_t seen = 0;  // the last window joined or found closed
+    for (int spins = 0;; ++spins) {
+      uint64_t g = gate_.load(std::memory_order_acquire);
+      const bool apply = g & kApplyKind;
+      // An apply takes one worker: the batches go in order.
+      if ((g >> kEpochShift) != seen && !(g & kClosed) && (!apply || (g & kJoinedMask) == 0) &&
+          gate_.compare_exchange_strong(g, g + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        seen = g >> kEpochShift;
+        if (apply)
+          apply_all();
+        else
+          take(*work_);
+        done_.fetch_add(1, std::memory_order_acq_rel);
+        spins = 0;
+        continue;
       }
-      seen = e;
-      take(*work_);
-      done_.fetch_add(1, std::memory_order_acq_rel);
+      if (g & kClosed || (g & kApplyKind && g & kJoinedMask)) seen = g >> kEpochShift;  // nothing for this one
+      if (stop_.load(std::memory_order_acquire)) return;
+      // Waiting long: generate a request ahead (workload.read_ahead) rather than yield.
+      if (spins >= kSpinsBeforeWork && fleet_.source_->work_ahead()) {
+        spins = kSpinsBeforeWork;
+        continue;
+      }
+      wait(spins);
     }
   }
 
   Fleet& fleet_;
   std::vector<std::thread> threads_;
   const std::vector<int>* work_ = nullptr;
-  std::atomic<uint64_t> epoch_{0};
+  // The gate of the team's current task: its number (above kEpochShift),
+  // its kind, whether the caller has closed it, and how many workers joined
+  // it before that.
+  static constexpr int kEpochShift = 32;
+  static constexpr uint64_t kClosed = uint64_t{1} << 31;
+  static constexpr uint64_t kStepKind = 0, kApplyKind = uint64_t{1} << 30;
+  static constexpr uint64_t kJoinedMask = kApplyKind - 1;
+  std::atomic<uint64_t> gate_{0};
+  uint64_t epoch_ = 0;  // the caller's count of tasks
+  std::vector<Job> jobs_;
+  size_t num_jobs_ = 0;
+  std::atomic<size_t> published_{0};
+  std::atomic<bool> final_{false};
   std::atomic<size_t> next_{0};
   std::atomic<int> done_{0};
   std::atomic<bool> stop_{false};
@@ -151,7 +245,7 @@ void Fleet::run_windows() {
       step_window(window_[0]);  // nothing to share
     else if (!window_.empty())
       team.run(window_);
-    replay_window();
+    replay_window(team);
     loop_.reached(skipped_t);
   }
 }
@@ -236,7 +330,28 @@ void Fleet::keep_log(Instance& inst, RequestEvent::Kind kind, int64_t request) {
   inst.logs.push_back(Instance::Log{kind, request, inst.deferred ? inst.deferred->size() : 0});
 }
 
-void Fleet::replay_window() {
+void Fleet::replay_window(WindowTeam& team) {
+  // The routers' KV events are applied by a worker meanwhile, in this order,
+  // unless they are delayed (fault.kv_event_delay_s: the loop schedules them).
+  size_t num_batches = 0;
+  for (int i : window_) num_batches += instances_[i]->kv_batches.size();
+  const bool apply_aside = num_batches > 1 && options_.faults.kv_event_delay_s <= 0;
+  if (!apply_aside) return replay_window(nullptr);
+  team.begin_apply(num_batches);
+  try {
+    replay_window(&team);
+  } catch (...) {
+    try {
+      team.end_apply();
+    } catch (...) {  // the replay's own error is the one one thread would have raised first
+    }
+    throw;
+  }
+  team.end_apply();
+  clear_window();
+}
+
+void Fleet::replay_window(WindowTeam* team) {
   struct Next {
     double t;
     int rank;
@@ -272,7 +387,10 @@ void Fleet::replay_window() {
     for (; inst.kv_batches_delivered < inst.kv_batches.size() && inst.kv_batches[inst.kv_batches_delivered] <= ev.kv_end;
          ++inst.kv_batches_delivered) {
       const size_t end = inst.kv_batches[inst.kv_batches_delivered];
-      inst.forwarder->deliver(inst.kv_buffer.data() + inst.kv_delivered, end - inst.kv_delivered);
+      if (team)
+        team->publish(inst.forwarder, inst.kv_buffer.data() + inst.kv_delivered, end - inst.kv_delivered);
+      else
+        inst.forwarder->deliver(inst.kv_buffer.data() + inst.kv_delivered, end - inst.kv_delivered);
       inst.kv_delivered = end;
     }
     finished_ += ev.finished;
@@ -292,6 +410,10 @@ void Fleet::replay_window() {
                          });
     }
   }
+  if (!team) clear_window();  // else once the worker has applied the KV events
+}
+
+void Fleet::clear_window() {
   for (int i : window_) {
     Instance& inst = *instances_[i];
     inst.window.clear();

@@ -4,12 +4,15 @@
 // replay must order them by the numbers one thread's loop gave them).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "engine/common/config_error.h"
 #include "engine/metrics/run_recorder.h"
 #include "sim/cost_model.h"
 #include "sim/event_loop.h"
 #include "sim/faults.h"
 #include "sim/fleet.h"
+#include "sim/prefix_index.h"
 #include "sim/sim_executor.h"
 #include "sim/simulated_driver.h"
 #include "support/engine_harness.h"
@@ -46,6 +49,7 @@ struct Outcome {
   std::vector<StepRecord> steps;
   std::vector<RequestEvent> events;
   SimulationStats stats;
+  std::vector<std::pair<uint64_t, int>> index;  // the router's prefix index at the end: (block, instance), sorted
 };
 
 // `n` instances behind `router`; every engine reports to one recorder (steps and events kept).
@@ -86,6 +90,12 @@ Outcome run(int threads, int n, const std::string& router, std::vector<Request> 
   out.cancelled = rec.cancelled();
   out.steps = rec.steps();
   out.events = rec.events();
+  if (const PrefixIndex* index = fleet.router(0).prefix_index()) {
+    index->for_each([&](uint64_t hash, const InstanceSet& holders) {
+      holders.for_each([&](int i) { out.index.emplace_back(hash, i); });
+    });
+    std::sort(out.index.begin(), out.index.end());
+  }
   return out;
 }
 
@@ -116,6 +126,8 @@ void check_same(const Outcome& a, const Outcome& b) {
     CHECK(a.events[k].instance == b.events[k].instance);
     CHECK(a.events[k].t == b.events[k].t);
   }
+  // The KV events a worker applied to the router's index while the replay went on: the same index.
+  CHECK(a.index == b.index);
 }
 
 // n identical requests arriving together: one per instance under round_robin, in lock step.
@@ -231,7 +243,9 @@ TEST_CASE("a fleet on several threads matches one thread under every router", "[
     INFO(type);
     const Outcome one = run(1, 6, type, requests);
     CHECK(one.requests.size() == 240);
+    if (type == "prefix_precise") CHECK(!one.index.empty());
     check_same(one, run(2, 6, type, requests));
+    check_same(one, run(4, 6, type, requests));
   }
 }
 
