@@ -138,7 +138,8 @@ class Fleet {
   void window_start(int i, double now);
   void window_end(int i, double end);
   void replay_window(WindowTeam& team);
-  void replay_window(WindowTeam* apply_aside);  // null: the KV events go to the routers here
+  // The merge itself; `apply_aside` takes the routers' KV events (null: they go to the routers here).
+  void merge_window(WindowTeam* apply_aside);
   void clear_window();
   void keep_log(Instance& inst, RequestEvent::Kind kind, int64_t request);
   bool in_window(double t, int rank) const {

@@ -336,10 +336,10 @@ void Fleet::replay_window(WindowTeam& team) {
   size_t num_batches = 0;
   for (int i : window_) num_batches += instances_[i]->kv_batches.size();
   const bool apply_aside = num_batches > 1 && options_.faults.kv_event_delay_s <= 0;
-  if (!apply_aside) return replay_window(nullptr);
+  if (!apply_aside) return merge_window(nullptr);
   team.begin_apply(num_batches);
   try {
-    replay_window(&team);
+    merge_window(&team);
   } catch (...) {
     try {
       team.end_apply();
@@ -351,7 +351,7 @@ void Fleet::replay_window(WindowTeam& team) {
   clear_window();
 }
 
-void Fleet::replay_window(WindowTeam* team) {
+void Fleet::merge_window(WindowTeam* team) {
   struct Next {
     double t;
     int rank;
