@@ -130,18 +130,17 @@ class Fleet::WindowTeam {
   // A worker's part of an apply: every batch, as it is published, until the last.
   void apply_all() {
     size_t applied = 0;
-    for (int spins = 0;; ++spins) {
+    for (;;) {
       const bool last = final_.load(std::memory_order_acquire);
       const size_t published = published_.load(std::memory_order_acquire);
       if (applied < published) {
         apply_from(applied, published);
         applied = published;
-        spins = 0;
       } else if (last) {
         return;
-      } else if (spins < 256) {
-        TESTBED_SPIN_PAUSE();
-      }  // never yields: the caller's replay is feeding it
+      } else {
+        TESTBED_SPIN_PAUSE();  // never yields: the caller's replay is feeding it
+      }
     }
   }
   // A step's own errors are kept with its event (step_window); what escapes
