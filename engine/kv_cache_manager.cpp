@@ -275,6 +275,13 @@ void KvCacheManager::take_free_blocks(std::vector<int32_t>& table, int n) {
     blocks_[b].ref_count = 1;
     table.push_back(b);
   }
+  // The next take (often one block, for a decode step a few sequences on)
+  // finds the new head's record and table slot loaded.
+  if (prefix_cache_)
+    if (const FreeEntry* e = entry(0)) {
+      __builtin_prefetch(&blocks_[e->block], 1);
+      load_slot(e);
+    }
 }
 
 __attribute__((always_inline)) inline int KvCacheManager::take_free_block() {

@@ -116,6 +116,26 @@ class KvCacheManager {
     if (seq.num_computed_tokens >= (seq.num_committed_blocks + 1) * block_size_) commit_new_blocks(seq);
   }
 
+  // Loading ahead for commit_full_blocks(seq) once seq holds computed_after
+  // computed tokens, in two stages a few sequences apart: the first loads
+  // where the next block's hash and id are kept, the second (which may hash
+  // the block's tokens, as the commit would) its cache-table slot and record.
+  // Both read seq's first two cache lines only; neither changes what the commit does.
+  void prefetch_commit_data(const Sequence& seq, int computed_after) const {
+    const int c = seq.num_committed_blocks;
+    if (!prefix_cache_ || computed_after < (c + 1) * block_size_) return;
+    __builtin_prefetch(seq.block_hash_slot(c));
+    __builtin_prefetch(seq.block_table.data() + c);
+  }
+  void prefetch_commit_slot(Sequence& seq, int computed_after) {
+    const int c = seq.num_committed_blocks;
+    if (!prefix_cache_ || computed_after < (c + 1) * block_size_) return;
+    if (static_cast<int>(seq.tokens().size()) < (c + 1) * block_size_) return;  // its tokens come with this step
+    const std::vector<uint64_t>& hashes = seq.block_hashes(block_size_);
+    cached_.prefetch(hashes[c]);
+    __builtin_prefetch(&blocks_[seq.block_table[c]], 1);
+  }
+
   // Returns seq's blocks. Tail blocks are freed first, so they are evicted first.
   void free(Sequence& seq);
 

@@ -340,13 +340,21 @@ void Scheduler::postprocess(const Batch& batch, const StepResult& result, double
   // In a fleet, other instances' steps ran since this batch was scheduled, so
   // its sequences are out of the cache: load each a few items ahead, and the
   // end of its token vector (where this step's token goes) once it is there.
-  constexpr size_t kAhead = 6;
+  // A sequence whose step fills a block commits it: where its hash is kept
+  // is loaded with the token's place, then its cache-table slot (kNear ahead).
+  constexpr size_t kAhead = 12, kNear = 3;
   for (size_t k = 0; k < std::min(kAhead, num_items); ++k) prefetch_sequence(items[k].seq);
   for (size_t k = 0; k < num_items; ++k) {
     if (k + kAhead < num_items) prefetch_sequence(items[k + kAhead].seq);
     if (k + kAhead / 2 < num_items) {
-      const std::vector<int32_t>& t = items[k + kAhead / 2].seq->tokens();
+      const ScheduledSeq& ahead = items[k + kAhead / 2];
+      const std::vector<int32_t>& t = ahead.seq->tokens();
       __builtin_prefetch(t.data() + t.size(), 1);
+      kv_.prefetch_commit_data(*ahead.seq, ahead.seq->num_computed_tokens + ahead.num_new);
+    }
+    if (k + kNear < num_items) {
+      const ScheduledSeq& near = items[k + kNear];
+      if (near.num_draft == 0) kv_.prefetch_commit_slot(*near.seq, near.seq->num_computed_tokens + near.num_new);
     }
     const ScheduledSeq& item = items[k];
     Sequence& seq = *item.seq;

@@ -28,12 +28,12 @@ Sequence::Sequence(Request request) : request_(std::move(request)) {
   }
 }
 
-const std::vector<uint64_t>& Sequence::block_hashes(int block_size) {
+const std::vector<uint64_t>& Sequence::extend_block_hashes(int block_size) {
   if (hashed_block_size_ != block_size) {
     block_hashes_.clear();
     hashed_block_size_ = block_size;
   }
-  extend_block_hashes(block_hashes_, tokens_, block_size, request_.cache_salt);
+  testbed::extend_block_hashes(block_hashes_, tokens_, block_size, request_.cache_salt);
   return block_hashes_;
 }
 

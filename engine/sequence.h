@@ -20,7 +20,7 @@ enum class SeqStatus : uint8_t {
   Cancelled,  // its client disconnected (Request::cancel_after_s / cancel_after_tokens): blocks freed at once
 };
 
-class Sequence {
+class alignas(64) Sequence {
  public:
   explicit Sequence(Request request);
 
@@ -64,14 +64,27 @@ class Sequence {
     }
   }
 
-  // Hashes of every full block of tokens(), extended lazily.
-  const std::vector<uint64_t>& block_hashes(int block_size);
+  // Hashes of every full block of tokens(), extended lazily. Inline fast
+  // path: most calls find them complete (and must not read the request's
+  // cache salt, a cold cache line, to learn it).
+  const std::vector<uint64_t>& block_hashes(int block_size) {
+    if (hashed_block_size_ == block_size &&
+        block_hashes_.size() == tokens_.size() / static_cast<size_t>(block_size))
+      return block_hashes_;
+    return extend_block_hashes(block_size);
+  }
   // The hashes block_hashes last computed (none extended now).
   const std::vector<uint64_t>& known_block_hashes() const { return block_hashes_; }
 
+  // Where block_hashes(block_size) puts the hash of block i once it is full
+  // (for loading it ahead; the slot may be past the end yet).
+  const uint64_t* block_hash_slot(int i) const { return block_hashes_.data() + i; }
+
   // Members in the order a decode step touches them: every step reads the
-  // first two cache lines of each running sequence, so they hold everything
-  // that step needs; the request itself (prompt metadata, sampling) comes after.
+  // first two cache lines of each running sequence (aligned to a line, so
+  // prefetch_sequence loads exactly them), so they hold everything that step
+  // needs, the block hashes' vector included (a step that fills a block
+  // commits it); the request itself (prompt metadata, sampling) comes after.
  private:
   std::vector<int32_t> tokens_;
   int64_t id_ = 0;
@@ -87,8 +100,15 @@ class Sequence {
   int num_computed_tokens = 0;
   int num_committed_blocks = 0;      // leading blocks already offered to the prefix cache
   std::vector<int32_t> block_table;  // physical block ids, logical order
-  double first_token_s = -1.0;
+
+ private:
+  std::vector<uint64_t> block_hashes_;
+  int hashed_block_size_ = 0;
+
+ public:
   double last_token_s = -1.0;
+  // The second cache line ends here.
+  double first_token_s = -1.0;
   int num_cached_tokens = -1;  // prefix-cache hit at first admission; -1 before
   int num_preemptions = 0;
   double finish_s = -1.0;
@@ -108,9 +128,10 @@ class Sequence {
  private:
   Request request_;
   std::vector<int32_t> drafts_;
-  std::vector<uint64_t> block_hashes_;
-  int hashed_block_size_ = 0;
+
+  const std::vector<uint64_t>& extend_block_hashes(int block_size);
 };
+static_assert(alignof(Sequence) == 64, "prefetch_sequence loads a sequence's first two cache lines");
 
 // Starts loading the first two cache lines of `s`, all a decode step reads and
 // writes of it. A fleet runs other instances' steps between two of this
