@@ -1,6 +1,7 @@
 #include "sim/fleet.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "engine/block_hash.h"
@@ -17,6 +18,8 @@ void FleetConfig::bind(OptionTable& t) {
   t.add("fleet.sample_interval_s", &sample_interval_s, "seconds between KV-usage samples per instance (0: none)");
   t.add("fleet.threads", &threads,
         "threads stepping instances between routing decisions (results identical for any number; unified pools only)");
+  t.add("fleet.router_refresh_s", &router_refresh_s,
+        "seconds between refreshes of the routers' view of the instances (loads, KV events), as a metrics poll; 0: live");
 }
 
 void FleetConfig::validate() const {
@@ -26,6 +29,9 @@ void FleetConfig::validate() const {
   require(sample_interval_s == 0 || sample_interval_s >= 1e-3, "fleet.sample_interval_s",
           "must be 0 (no samples) or at least 0.001 s");
   require(threads >= 1 && threads <= kMaxThreads, "fleet.threads", "must be in [1, " + std::to_string(kMaxThreads) + "]");
+  // Shorter than a microsecond is a refresh per event at best, and many empty ones between them.
+  require(router_refresh_s == 0 || (std::isfinite(router_refresh_s) && router_refresh_s >= 1e-6), "fleet.router_refresh_s",
+          "must be 0 (a live view) or at least 0.000001 s");
 }
 
 
@@ -125,6 +131,21 @@ Fleet::Fleet(std::vector<FleetPool> pools, FleetOptions options) : options_(opti
         if (!inst->deferred) throw std::logic_error("Fleet: an engine's sink cannot defer its reports (fleet.threads > 1)");
       }
   }
+  if (options_.router_refresh_s > 0) {
+    // Routing ahead needs a view nothing but a refresh changes: what a router
+    // reads (each instance's availability too) stays as it was read.
+    const char* key = "fleet.router_refresh_s";
+    for (const auto& pool : pools_) {
+      require(!pool->spec.hands_off && !pool->spec.receives_handoffs, key,
+              "pool " + pool->spec.name + " hands KV over: a refreshed view is modelled for unified pools only");
+      require(!pool->policy, key, "pool " + pool->spec.name + " autoscales: a refreshed view needs fixed pools");
+    }
+    require(options_.faults.failures().empty(), key,
+            "instances fail (fault.fail): a refreshed view is modelled without failures");
+    require(options_.faults.kv_event_delay_s == 0, key,
+            "fault.kv_event_delay_s also makes the routers' view stale: set one of the two");
+    require(!options_.semantic_cache.enabled, key, "the ingress cache sits before the routers: a refreshed view needs it off");
+  }
   for (const FaultConfig::Slowdown& s : options_.faults.slowdowns()) instances_[s.instance]->slow.push_back(s);
   for (const FaultConfig::Failure& f : options_.faults.failures()) {
     const Pool& pool = *pools_[instances_[f.instance]->pool];
@@ -157,7 +178,10 @@ SimulationStats Fleet::run(RequestSource& source, const ProgressFn& progress) {
   source_ = &source;
   progress_ = &progress;
   total_ = source.size_hint();
-  pull_next_arrival();
+  if (options_.router_refresh_s > 0)
+    refresh(0.0);  // the first view, and the requests until the next refresh
+  else
+    pull_next_arrival();
   for (const FaultConfig::Failure& f : options_.faults.failures())
     loop_.at(f.t, kRankTransfer, [this, i = f.instance](double t) { fail(i, t); });
   if (options_.sample_interval_s > 0) loop_.at(0.0, kRankControl, [this](double t) { sample(t); });
@@ -239,6 +263,7 @@ InstanceLoad Fleet::read_load(int i) const {
 }
 
 const std::vector<InstanceLoad>& Fleet::loads(Pool& pool) {
+  if (options_.router_refresh_s > 0) return pool.loads;  // as the last refresh read them (and what was sent since)
   for (int i : touched_) {
     const Instance& inst = *instances_[i];
     pools_[inst.pool]->loads[inst.local] = read_load(i);
@@ -294,6 +319,24 @@ void Fleet::arrive(Request request, double now, bool restart) {
 }
 
 void Fleet::place(Request request, double now) {
+  const int target = choose_instance(request, now);
+  if (target < 0) {  // nothing can take it
+    lose(std::move(request), now);
+    return;
+  }
+  log(RequestEvent::Kind::Route, now, request.id, target);
+  ++routed_[target];
+  const int64_t id = request.id;
+  touch(target);
+  if (!instances_[target]->engine->add_request(std::move(request), now)) {  // can never run (trace.on_invalid = reject)
+    log(RequestEvent::Kind::Cancel, now, id, target);
+    ++rejected_;
+    return;
+  }
+  kick(target, now);
+}
+
+int Fleet::choose_instance(Request& request, double now) {
   Pool* chosen = ingress_;
   if (class_router_) {
     const int c = request.request_class;
@@ -323,23 +366,76 @@ void Fleet::place(Request request, double now) {
   // A router's choice that takes no request is overruled (InstanceLoad::available).
   if (local < 0 || local >= static_cast<int>(load.size()) || !load[local].available)
     local = least_loaded_instance(load, local < 0 ? 0 : local);
-  if (local < 0) {  // nothing can take it
-    lose(std::move(request), now);
-    return;
-  }
-  const int target = pool.first + local;
+  if (local < 0) return -1;
   if (pool.policy) pool.arrivals.push_back(now);
-  log(RequestEvent::Kind::Route, now, request.id, target);
-  ++routed_[target];
+  return pool.first + local;
+}
+
+void Fleet::refresh(double /*now: refresh_k_ * router_refresh_s*/) {
+  // The view: every load that changed since the last refresh is read again.
+  for (int i : touched_) {
+    const Instance& inst = *instances_[i];
+    pools_[inst.pool]->loads[inst.local] = read_load(i);
+    is_touched_[i] = 0;
+  }
+  touched_.clear();
+  const double interval = options_.router_refresh_s;
+  route_ahead(static_cast<double>(refresh_k_ + 1) * interval);
+  if (!next_request_) return;  // every request is routed: the view is read no more
+  // The next refresh that routes anything is the last before the next
+  // arrival; the ones between would be read by no decision.
+  const double next = next_request_->arrival_s;
+  int64_t k = std::max<int64_t>(refresh_k_ + 1, static_cast<int64_t>(std::ceil(next / interval)) - 1);
+  while (static_cast<double>(k + 1) * interval < next) ++k;
+  while (k > refresh_k_ + 1 && static_cast<double>(k) * interval >= next) --k;
+  refresh_k_ = k;
+  loop_.at(static_cast<double>(k) * interval, kRankControl, [this](double t) { refresh(t); });
+}
+
+void Fleet::route_ahead(double until) {
+  while (true) {
+    if (!next_request_) {
+      if (source_done_) return;
+      next_request_ = source_->next();
+      if (!next_request_) {
+        source_done_ = true;
+        return;
+      }
+      if (next_request_->arrival_s < last_arrival_)
+        throw ConfigError("trace: request " + std::to_string(next_request_->id) + " arrives before the previous one");
+      last_arrival_ = next_request_->arrival_s;
+    }
+    const double t = next_request_->arrival_s;
+    if (t > until) return;
+    Request request = std::move(*next_request_);
+    next_request_.reset();
+    const int target = choose_instance(request, t);
+    if (target < 0) throw std::logic_error("Fleet: no instance takes requests in a fixed fleet without failures");
+    Instance& inst = *instances_[target];
+    ++pools_[inst.pool]->loads[inst.local].num_waiting;  // the router counts what it sent
+    inst.landings.push_back(std::move(request));
+    loop_.at_owned(t, kRankArrival, target, 0, [this, target](double at) { land(target, at); });
+  }
+}
+
+void Fleet::land(int i, double now) {
+  Instance& inst = *instances_[i];
+  Request request = std::move(inst.landings.front());
+  inst.landings.pop_front();
+  log(RequestEvent::Kind::Arrival, now, request.id, -1);
+  ++added_;
+  log(RequestEvent::Kind::Route, now, request.id, i);
+  ++routed_[i];
   const int64_t id = request.id;
-  touch(target);
-  if (!instances_[target]->engine->add_request(std::move(request), now)) {  // can never run (trace.on_invalid = reject)
-    log(RequestEvent::Kind::Cancel, now, id, target);
+  touch(i);
+  if (!inst.engine->add_request(std::move(request), now)) {  // can never run (trace.on_invalid = reject)
+    log(RequestEvent::Kind::Cancel, now, id, i);
     ++rejected_;
     return;
   }
-  kick(target, now);
+  kick(i, now);
 }
+
 
 void Fleet::fail(int i, double now) {
   Instance& inst = *instances_[i];
@@ -380,11 +476,13 @@ void Fleet::kick(int i, double now) {
       inst.state == Instance::State::Starting)
     return;
   inst.start_pending = true;
-  loop_.at_owned(now, kRankStepStart, i, 0, [this, i](double t) {
-    instances_[i]->start_pending = false;
-    // It may have started a step since the kick (an instance whose step ended at this time goes on at once).
-    if (!instances_[i]->busy) start_step(i, t);
-  });
+  loop_.at_owned(now, kRankStepStart, i, 0, [this, i](double t) { start_kicked(i, t); });
+}
+
+void Fleet::start_kicked(int i, double now) {
+  instances_[i]->start_pending = false;
+  // It may have started a step since the kick (an instance whose step ended at this time goes on at once).
+  if (!instances_[i]->busy) start_step(i, now);
 }
 
 bool Fleet::plan_step(int i, double now) {

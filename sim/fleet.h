@@ -33,6 +33,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,7 @@ struct FleetConfig {
   int num_instances = 1;
   double sample_interval_s = 0.0;  // KV usage / queue samples per instance (0: none)
   int threads = 1;                 // threads stepping instances between routing decisions (FleetOptions::threads)
+  double router_refresh_s = 0.0;   // FleetOptions::router_refresh_s
   void bind(OptionTable& table);
   void validate() const;
 };
@@ -102,6 +104,17 @@ struct FleetOptions {
   // bit for bit, for any number: more than one needs unified pools without
   // autoscaling or an ingress cache, and sinks that can defer (MetricsSink::make_deferred).
   int threads = 1;
+  // Seconds between refreshes of what the routers see (0: every change, at
+  // once). Set, the routers see each instance's load as read at the last
+  // refresh, plus the requests they sent it since, and their KV events arrive
+  // in one batch per refresh, as a router that polls its instances' metrics
+  // and drains its event queue every so often. A refresh at time T comes after
+  // everything else at T; a request arriving in (T, T + refresh] is routed
+  // with the view of T (at T: it is decided then, and lands when it arrives).
+  // Nothing the routers read changes between refreshes, so a window of several
+  // threads (sim/fleet_windows.cpp) spans the whole interval. Unified pools
+  // only, without failures, autoscaling, an ingress cache or late KV events.
+  double router_refresh_s = 0.0;
 };
 
 class Fleet {
@@ -141,11 +154,27 @@ class Fleet {
   // The merge itself; `apply_aside` takes the routers' KV events (null: they go to the routers here).
   void merge_window(WindowTeam* apply_aside);
   void clear_window();
-  void keep_log(Instance& inst, RequestEvent::Kind kind, int64_t request);
+  // `instance`: the log entry's instance when it is not the event's (kLogNoInstance: none).
+  void keep_log(Instance& inst, RequestEvent::Kind kind, int64_t request, int instance = kLogOwnInstance);
+  static constexpr int kLogOwnInstance = -2, kLogNoInstance = -1;
+  // A request routed ahead lands on instance i at its arrival, on a worker.
+  void window_land(int i, double now);
   bool in_window(double t, int rank) const {
     return !window_has_limit_ || t < window_limit_t_ || (t == window_limit_t_ && rank < window_limit_rank_);
   }
   void pull_next_arrival();
+  // FleetOptions::router_refresh_s: refresh k (at k * refresh) renews the
+  // routers' view of the loads and routes the requests arriving until the
+  // next; each lands at its arrival (land). Only the refreshes that route a
+  // request are run: one that none reads changes nothing. The KV events reach the routers
+  // as they are published: no routing decision comes before the next
+  // refresh, so the routers decide on what was published by then.
+  void refresh(double now);
+  void route_ahead(double until);
+  void land(int i, double now);
+  // The instance a request goes to (the class router, then the pool's; a
+  // choice that takes none overruled), -1 when none can take it.
+  int choose_instance(Request& request, double now);
   // `restart`: a request started over after its instance failed (not a new arrival).
   void arrive(Request request, double now, bool restart = false);
   // Model routing and instance routing: the request enters an engine.
@@ -169,6 +198,7 @@ class Fleet {
   ReplicaCount count_replicas(const Pool& pool) const;
   bool requests_outstanding() const;
   void kick(int i, double now);
+  void start_kicked(int i, double now);  // the event a kick made
   // A step's start on instance i that stays on it: schedule, execute, stragglers;
   // false when nothing was scheduled (throws on a deadlock).
   bool plan_step(int i, double now);
@@ -214,6 +244,9 @@ class Fleet {
   std::vector<int> touched_;       // instances whose loads are stale (touch)
   std::vector<char> is_touched_;
   KvImport import_plan_;
+  // router_refresh_s: the refresh the next one is, and the request read but not yet routed.
+  int64_t refresh_k_ = 0;
+  std::optional<Request> next_request_;
   std::vector<int> window_;  // the instances with events in this window
   bool window_has_limit_ = false;
   double window_limit_t_ = 0.0;

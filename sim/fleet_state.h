@@ -36,17 +36,22 @@ struct Fleet::Instance {
   struct WindowEvent {
     double t = 0.0;
     int rank = 0;
+    uint64_t seq = 0;            // the loop's number (a spawned one's: given at its parent's replay)
     bool progress = false;       // a step ended (the progress callback runs)
-    bool spawns = false;         // it scheduled the end of a step at spawn_t
-    bool spawn_in_window = false;  // ... which is the next of this list
+    bool spawns = false;         // it scheduled an event of the instance at spawn_t: a step's end or start
+    bool spawn_in_window = false;  // ... which is in this list, at spawn_index
     double spawn_t = 0.0;
+    int spawn_rank = kRankStepEnd;
+    size_t spawn_index = 0;
+    int landed = 0, rejected = 0;  // a request landed (router_refresh_s); the engine refused it
     int64_t finished = 0;
     int64_t cancelled = 0, cancelled_later = 0;  // in the step that ended / the step that started
     size_t sink_end = 0, kv_end = 0, log_end = 0;
     std::exception_ptr error;  // what it threw (rethrown where one thread would have)
   };
-  std::vector<WindowEvent> window;
-  uint64_t window_seq = 0;  // the loop's number of the first
+  std::vector<WindowEvent> taken;   // the window's events taken from the loop, in order
+  std::vector<WindowEvent> window;  // all its events of the window as the worker ran them (taken and spawned)
+  std::deque<Request> landings;     // requests routed to it ahead (router_refresh_s), in arrival order
   EventForwarder* forwarder = nullptr;      // its KV events' way to the router (none: the router takes none)
   std::unique_ptr<DeferredSink> deferred;  // lent to the engine while its worker runs
   std::vector<KvEvent> kv_buffer;          // its KV events for the router, in order
@@ -57,6 +62,7 @@ struct Fleet::Instance {
     RequestEvent::Kind kind;
     int64_t request;
     size_t sink_mark;
+    int instance;  // Fleet::kLogOwnInstance: the event's
   };
   std::vector<Log> logs;
   size_t logs_delivered = 0;

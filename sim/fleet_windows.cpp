@@ -231,13 +231,16 @@ void Fleet::run_windows() {
         skipped_t = std::max(skipped_t, o.time);
         continue;
       }
-      if (!inst.window.empty()) throw std::logic_error("Fleet: two pending events of instance " + std::to_string(o.owner));
-      Instance::WindowEvent head;
-      head.t = o.time;
-      head.rank = o.rank;
-      inst.window.push_back(head);
-      inst.window_seq = o.seq;
-      window_.push_back(o.owner);
+      // Live routing: an instance has one event pending at a time. Routed
+      // ahead (router_refresh_s), its requests' landings are pending too.
+      if (!inst.taken.empty() && options_.router_refresh_s <= 0)
+        throw std::logic_error("Fleet: two pending events of instance " + std::to_string(o.owner));
+      if (inst.taken.empty()) window_.push_back(o.owner);
+      Instance::WindowEvent ev;
+      ev.t = o.time;
+      ev.rank = o.rank;
+      ev.seq = o.seq;
+      inst.taken.push_back(ev);
     }
     window_has_limit_ = loop_.peek(window_limit_t_, window_limit_rank_);
     if (window_.size() == 1)
@@ -259,10 +262,31 @@ void Fleet::step_window(int i) {
     inst.forwarder->buffer = &inst.kv_buffer;
     inst.forwarder->batches = &inst.kv_batches;
   }
-  for (size_t k = 0; k < inst.window.size(); ++k) {
-    Instance::WindowEvent& ev = inst.window[k];
+  // The taken events, and the one event at most that the last spawned, in
+  // the loop's order: at equal (time, rank) a taken one first, as its number
+  // is the smaller (taken events were scheduled before the window).
+  size_t next_taken = 0;
+  bool spawned = false;
+  size_t parent = 0;
+  Instance::WindowEvent spawn;
+  inst.window.clear();
+  while (true) {
+    if (spawned && (next_taken == inst.taken.size() || spawn.t < inst.taken[next_taken].t ||
+                    (spawn.t == inst.taken[next_taken].t && spawn.rank < inst.taken[next_taken].rank))) {
+      inst.window[parent].spawn_index = inst.window.size();
+      inst.window.push_back(spawn);
+      spawned = false;
+    } else if (next_taken < inst.taken.size()) {
+      inst.window.push_back(inst.taken[next_taken++]);
+    } else {
+      break;
+    }
+    const size_t k = inst.window.size() - 1;
+    Instance::WindowEvent& ev = inst.window[k];  // what runs below reaches it as inst.window.back()
     try {
-      if (ev.rank == kRankStepStart) {
+      if (ev.rank == kRankArrival) {
+        window_land(i, ev.t);
+      } else if (ev.rank == kRankStepStart) {
         inst.start_pending = false;
         if (!inst.busy) window_start(i, ev.t);
       } else {
@@ -274,12 +298,13 @@ void Fleet::step_window(int i) {
     ev.sink_end = inst.deferred ? inst.deferred->size() : 0;
     ev.kv_end = inst.kv_buffer.size();
     ev.log_end = inst.logs.size();
-    if (ev.spawns && !ev.error && in_window(ev.spawn_t, kRankStepEnd)) {
+    if (ev.spawns && !ev.error && in_window(ev.spawn_t, ev.spawn_rank)) {
       ev.spawn_in_window = true;
-      Instance::WindowEvent next;
-      next.t = ev.spawn_t;
-      next.rank = kRankStepEnd;
-      inst.window.push_back(next);  // ev is not used past here
+      spawn = Instance::WindowEvent();
+      spawn.t = ev.spawn_t;
+      spawn.rank = ev.spawn_rank;
+      spawned = true;
+      parent = k;
     }
   }
   if (inst.forwarder) {
@@ -325,8 +350,36 @@ void Fleet::window_end(int i, double end) {
   if (inst.engine->has_unfinished()) window_start(i, end);
 }
 
-void Fleet::keep_log(Instance& inst, RequestEvent::Kind kind, int64_t request) {
-  inst.logs.push_back(Instance::Log{kind, request, inst.deferred ? inst.deferred->size() : 0});
+// land on a worker: the request enters the engine; the loop's part (the
+// counts, the kick's event) is kept for the replay.
+void Fleet::window_land(int i, double now) {
+  Instance& inst = *instances_[i];
+  Instance::WindowEvent& ev = inst.window.back();
+  Request request = std::move(inst.landings.front());
+  inst.landings.pop_front();
+  ev.landed = 1;
+  const int64_t id = request.id;
+  if (options_.log_events) {
+    keep_log(inst, RequestEvent::Kind::Arrival, id, kLogNoInstance);
+    keep_log(inst, RequestEvent::Kind::Route, id);
+  }
+  if (!inst.engine->add_request(std::move(request), now)) {
+    if (options_.log_events) keep_log(inst, RequestEvent::Kind::Cancel, id);
+    ev.rejected = 1;
+    return;
+  }
+  // kick(): the fleet's checks, the event itself made at the replay.
+  if (inst.busy || inst.start_pending || inst.failed || inst.state == Instance::State::Off ||
+      inst.state == Instance::State::Starting)
+    return;
+  inst.start_pending = true;
+  ev.spawns = true;
+  ev.spawn_t = now;
+  ev.spawn_rank = kRankStepStart;
+}
+
+void Fleet::keep_log(Instance& inst, RequestEvent::Kind kind, int64_t request, int instance) {
+  inst.logs.push_back(Instance::Log{kind, request, inst.deferred ? inst.deferred->size() : 0, instance});
 }
 
 void Fleet::replay_window(WindowTeam& team) {
@@ -366,7 +419,7 @@ void Fleet::merge_window(WindowTeam* team) {
   std::priority_queue<Next, std::vector<Next>, Later> merge;
   for (int i : window_) {
     const Instance& inst = *instances_[i];
-    merge.push(Next{inst.window[0].t, inst.window[0].rank, inst.window_seq, i, 0});
+    merge.push(Next{inst.window[0].t, inst.window[0].rank, inst.window[0].seq, i, 0});
   }
   while (!merge.empty()) {
     const Next x = merge.top();
@@ -379,7 +432,7 @@ void Fleet::merge_window(WindowTeam* team) {
     for (; inst.logs_delivered < ev.log_end; ++inst.logs_delivered) {
       const Instance::Log& l = inst.logs[inst.logs_delivered];
       if (inst.deferred) inst.deferred->deliver(l.sink_mark);
-      log(l.kind, ev.t, l.request, x.instance);
+      log(l.kind, ev.t, l.request, l.instance == kLogOwnInstance ? x.instance : l.instance);
     }
     if (inst.deferred) inst.deferred->deliver(ev.sink_end);
     // The router hears the KV events in the batches the engine published.
@@ -392,21 +445,33 @@ void Fleet::merge_window(WindowTeam* team) {
         inst.forwarder->deliver(inst.kv_buffer.data() + inst.kv_delivered, end - inst.kv_delivered);
       inst.kv_delivered = end;
     }
+    if (ev.landed) {
+      ++added_;
+      ++routed_[x.instance];
+      rejected_ += ev.rejected;
+    }
     finished_ += ev.finished;
     cancelled_ += ev.cancelled;
     if (ev.progress && *progress_) (*progress_)(finished_ + cancelled_, total_ >= 0 ? total_ : added_);
     cancelled_ += ev.cancelled_later;
     if (ev.error) std::rethrow_exception(ev.error);
-    if (!ev.spawns) continue;
-    const uint64_t seq = loop_.take_seq();
-    if (ev.spawn_in_window) {
-      merge.push(Next{ev.spawn_t, kRankStepEnd, seq, x.instance, x.k + 1});
-    } else {
+    if (ev.spawns) {
+      const uint64_t seq = loop_.take_seq();
       const int i = x.instance;
-      loop_.at_owned_seq(ev.spawn_t, kRankStepEnd, seq, i, inst.generation,
-                         [this, i, gen = inst.generation](double end) {
-                           if (instances_[i]->generation == gen) end_step(i, end);
-                         });
+      if (ev.spawn_in_window)
+        inst.window[ev.spawn_index].seq = seq;
+      else if (ev.spawn_rank == kRankStepEnd)
+        loop_.at_owned_seq(ev.spawn_t, kRankStepEnd, seq, i, inst.generation,
+                           [this, i, gen = inst.generation](double end) {
+                             if (instances_[i]->generation == gen) end_step(i, end);
+                           });
+      else
+        loop_.at_owned_seq(ev.spawn_t, kRankStepStart, seq, i, 0, [this, i](double t) { start_kicked(i, t); });
+    }
+    // The instance's next event: its number is known (taken, or given above or earlier to a spawned one).
+    if (x.k + 1 < inst.window.size()) {
+      const Instance::WindowEvent& next = inst.window[x.k + 1];
+      merge.push(Next{next.t, next.rank, next.seq, x.instance, x.k + 1});
     }
   }
   if (!team) clear_window();  // else once the worker has applied the KV events
@@ -415,6 +480,7 @@ void Fleet::merge_window(WindowTeam* team) {
 void Fleet::clear_window() {
   for (int i : window_) {
     Instance& inst = *instances_[i];
+    inst.taken.clear();
     inst.window.clear();
     if (inst.deferred) inst.deferred->clear();
     inst.kv_buffer.clear();

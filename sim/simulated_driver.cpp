@@ -105,6 +105,7 @@ class SimulatedDriver : public Driver {
     FleetOptions options;
     options.sample_interval_s = p_.fleet.sample_interval_s;
     options.threads = p_.fleet.threads;
+    options.router_refresh_s = p_.fleet.router_refresh_s;
     options.sink = setup_.sink;
     options.log_events = setup_.log_events;
     options.faults = p_.faults;

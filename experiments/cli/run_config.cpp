@@ -131,6 +131,8 @@ void RunConfig::validate() const {
           "fleets of several instances run in the simulator (driver.mode = simulated)");
   require(simulation().fleet.threads == 1 || mode == "simulated", "fleet.threads",
           "steps a simulated fleet on several threads (driver.mode = simulated)");
+  require(simulation().fleet.router_refresh_s == 0 || mode == "simulated", "fleet.router_refresh_s",
+          "is the simulated routers' view (driver.mode = simulated)");
   require(!output.events || mode == "simulated", "output.events", "the event log comes from the simulator (driver.mode = simulated)");
   // The fleet's mechanisms exist only in the simulator: set on a wall-clock run they would do nothing.
   if (mode != "simulated") {

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <limits>
 
 #include "engine/common/config_error.h"
 #include "engine/metrics/run_recorder.h"
@@ -50,12 +51,13 @@ struct Outcome {
   std::vector<RequestEvent> events;
   SimulationStats stats;
   std::vector<std::pair<uint64_t, int>> index;  // the router's prefix index at the end: (block, instance), sorted
+  std::vector<std::pair<uint64_t, int>> caches;  // what the engines' prefix caches hold at the end, the same way
 };
 
 // `n` instances behind `router`; every engine reports to one recorder (steps and events kept).
 // fail_at[i] > 0: instance i's executor raises an error at that step.
 Outcome run(int threads, int n, const std::string& router, std::vector<Request> requests, int num_blocks = 400,
-            const std::vector<int>& fail_at = {}, const FaultConfig& faults = {}) {
+            const std::vector<int>& fail_at = {}, const FaultConfig& faults = {}, double refresh_s = 0.0) {
   const ModelConfig model = test::micro_model(1000);
   std::shared_ptr<const CostModel> cost = test::linear_cost(model);
   EngineConfig cfg;
@@ -82,6 +84,7 @@ Outcome run(int threads, int n, const std::string& router, std::vector<Request> 
   options.log_events = true;
   options.threads = threads;
   options.faults = faults;
+  options.router_refresh_s = refresh_s;
   Fleet fleet(std::move(pools), options);
   test::ListSource source(std::move(requests));
   Outcome out;
@@ -96,6 +99,8 @@ Outcome run(int threads, int n, const std::string& router, std::vector<Request> 
     });
     std::sort(out.index.begin(), out.index.end());
   }
+  for (int i = 0; i < n; ++i) engines[i]->kv_cache().for_each_cached([&](uint64_t hash) { out.caches.emplace_back(hash, i); });
+  std::sort(out.caches.begin(), out.caches.end());
   return out;
 }
 
@@ -282,4 +287,114 @@ TEST_CASE("the clock ends where one thread's does: a dropped step end, late KV e
   const std::vector<Request> shared = test::shared_prefix_requests(60, 256, 48, 6, 1000, 5, 0.003);
   const Outcome late_one = run(1, 4, "prefix_precise", shared, 400, {}, late);
   check_same(late_one, run(2, 4, "prefix_precise", shared, 400, {}, late));
+}
+
+// FleetOptions::router_refresh_s: the routers decide on a view renewed every
+// so often, and a window of several threads spans the interval.
+
+TEST_CASE("a refreshed view: several threads match one thread under every router", "[fleet][threads][refresh]") {
+  const std::vector<Request> requests = test::shared_prefix_requests(240, 256, 48, 20, 1000, 11, 0.004);
+  for (const double refresh : {0.001, 0.05}) {
+    for (const std::string& type : RouterRegistry::instance().names()) {
+      INFO(type << ", refresh every " << refresh << " s");
+      const Outcome one = run(1, 6, type, requests, 400, {}, {}, refresh);
+      CHECK(one.requests.size() == 240);
+      CHECK(one.stats.num_finished == 240);
+      if (type == "prefix_precise") CHECK(!one.index.empty());
+      check_same(one, run(2, 6, type, requests, 400, {}, {}, refresh));
+      check_same(one, run(4, 6, type, requests, 400, {}, {}, refresh));
+    }
+  }
+  // Landings and steps tying in time: every request lands at once, in lock step.
+  const Outcome tied = run(1, 4, "round_robin", simultaneous(8, 200, 12), 400, {}, {}, 0.25);
+  check_same(tied, run(2, 4, "round_robin", simultaneous(8, 200, 12), 400, {}, {}, 0.25));
+  check_same(tied, run(3, 4, "round_robin", simultaneous(8, 200, 12), 400, {}, {}, 0.25));
+}
+
+TEST_CASE("a refreshed view: loads as last read plus what the router sent since", "[fleet][refresh]") {
+  // Three instances behind least_loaded. Request 0 decodes long on instance 0;
+  // requests 1 and 2 are short and done before request 3 arrives.
+  std::vector<Request> requests = simultaneous(4, 50, 2);
+  requests[0].arrival_s = 0.0;
+  requests[0].max_output_tokens = 400;
+  for (int k = 1; k < 4; ++k) requests[k].arrival_s = 0.1 * k;
+  const Outcome live = run(1, 3, "least_loaded", requests);
+  REQUIRE(live.requests.size() == 4);
+  auto record = [](const Outcome& o, int64_t id) {
+    for (const RequestRecord& r : o.requests)
+      if (r.id == id) return r;
+    FAIL("no record of request " << id);
+    return RequestRecord{};
+  };
+  REQUIRE(record(live, 0).finish_s > 0.35);
+  REQUIRE(record(live, 1).finish_s < 0.3);
+  REQUIRE(record(live, 2).finish_s < 0.3);
+  CHECK(record(live, 0).instance == 0);
+  CHECK(record(live, 1).instance == 1);
+  CHECK(record(live, 2).instance == 2);
+  // Live, request 3 avoids the busy instance 0 (its turn by rotation).
+  CHECK(record(live, 3).instance == 1);
+  // Refreshed every millisecond, the router sees nearly what it would live.
+  const Outcome fresh = run(1, 3, "least_loaded", requests, 400, {}, {}, 0.001);
+  for (int64_t id = 0; id < 4; ++id) CHECK(record(fresh, id).instance == record(live, id).instance);
+  // Never refreshed after the first view (0 s): all four are decided on it,
+  // each counted where it was sent, so instance 0 looks as loaded as the others.
+  const Outcome stale = run(1, 3, "least_loaded", requests, 400, {}, {}, 1000.0);
+  CHECK(record(stale, 3).instance == 0);
+  CHECK(record(stale, 3).finish_s > record(live, 3).finish_s);  // it waits behind request 0's decode
+  // The events log keeps arrival times; the clock ends at the last step, not at a refresh nobody needed.
+  CHECK(stale.stats.simulated_s < 10.0);
+  for (const RequestEvent& e : stale.events)
+    if (e.kind == RequestEvent::Kind::Arrival || e.kind == RequestEvent::Kind::Route) CHECK(e.t == 0.1 * e.request);
+}
+
+TEST_CASE("a refreshed view: prefix routing decides on the KV events published by the refresh", "[fleet][refresh]") {
+  // 60 requests sharing one prefix, 30 ms apart, behind prefix_precise on 4 instances.
+  const std::vector<Request> requests = test::shared_prefix_requests(60, 256, 48, 6, 1000, 5, 0.03);
+  auto hits = [](const Outcome& o) {
+    int64_t cached = 0;
+    for (const RequestRecord& r : o.requests) cached += r.cached_tokens;
+    return cached;
+  };
+  const Outcome live = run(1, 4, "prefix_precise", requests);
+  const Outcome fresh = run(1, 4, "prefix_precise", requests, 400, {}, {}, 0.001);
+  const Outcome stale = run(1, 4, "prefix_precise", requests, 400, {}, {}, 1000.0);
+  // Decided all at 0 s on an empty index, the requests spread by load alone
+  // and the prefix is computed once per instance instead of once.
+  CHECK(hits(stale) < hits(live));
+  CHECK(hits(fresh) == hits(live));
+  // Every event reached the router all the same: its index ends as the caches do.
+  CHECK(stale.index == stale.caches);
+  CHECK(fresh.index == fresh.caches);
+  CHECK(!stale.index.empty());
+}
+
+TEST_CASE("a refreshed view: only the refreshes a decision reads are run", "[fleet][refresh]") {
+  // Three requests an hour apart, a refresh every millisecond: a handful of events, not millions.
+  std::vector<Request> requests = simultaneous(3, 50, 4);
+  for (int k = 0; k < 3; ++k) requests[k].arrival_s = 3600.0 * k + 0.5;
+  const Outcome live = run(1, 2, "round_robin", requests);
+  const Outcome refreshed = run(1, 2, "round_robin", requests, 400, {}, {}, 0.001);
+  CHECK(refreshed.stats.num_events <= live.stats.num_events + 3);
+  CHECK(refreshed.stats.simulated_s == live.stats.simulated_s);
+  for (size_t k = 0; k < live.requests.size(); ++k) CHECK(refreshed.requests[k].finish_s == live.requests[k].finish_s);
+  check_same(refreshed, run(2, 2, "round_robin", requests, 400, {}, {}, 0.001));
+}
+
+TEST_CASE("a refreshed view: what it cannot model is refused, naming the key", "[fleet][refresh]") {
+  FleetConfig bad;
+  bad.router_refresh_s = -0.1;
+  CHECK_THROWS_WITH(bad.validate(), Catch::Contains("fleet.router_refresh_s"));
+  bad.router_refresh_s = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_WITH(bad.validate(), Catch::Contains("fleet.router_refresh_s"));
+  bad.router_refresh_s = 0.01;
+  CHECK_NOTHROW(bad.validate());
+  const std::vector<Request> requests = simultaneous(2, 50, 4);
+  FaultConfig fail;
+  set_options(fail, {{"fault.fail", "1@0.55"}});
+  CHECK_THROWS_WITH(run(1, 2, "round_robin", requests, 400, {}, fail, 0.01), Catch::Contains("fleet.router_refresh_s"));
+  FaultConfig late;
+  set_options(late, {{"fault.kv_event_delay_s", "0.001"}});
+  CHECK_THROWS_WITH(run(1, 2, "prefix_precise", requests, 400, {}, late, 0.01),
+                    Catch::Contains("fault.kv_event_delay_s"));
 }
