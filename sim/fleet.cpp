@@ -235,15 +235,21 @@ void Fleet::log(RequestEvent::Kind kind, double t, int64_t request, int instance
   options_.sink->on_request_event(e);
 }
 
-void Fleet::pull_next_arrival() {
+std::optional<Request> Fleet::read_request() {
   std::optional<Request> r = source_->next();
   if (!r) {
     source_done_ = true;
-    return;
+    return r;
   }
   if (r->arrival_s < last_arrival_)
     throw ConfigError("trace: request " + std::to_string(r->id) + " arrives before the previous one");
   last_arrival_ = r->arrival_s;
+  return r;
+}
+
+void Fleet::pull_next_arrival() {
+  std::optional<Request> r = read_request();
+  if (!r) return;
   auto shared = std::make_shared<Request>(std::move(*r));
   loop_.at(shared->arrival_s, kRankArrival, [this, shared](double now) {
     arrive(std::move(*shared), now);
@@ -396,14 +402,8 @@ void Fleet::route_ahead(double until) {
   while (true) {
     if (!next_request_) {
       if (source_done_) return;
-      next_request_ = source_->next();
-      if (!next_request_) {
-        source_done_ = true;
-        return;
-      }
-      if (next_request_->arrival_s < last_arrival_)
-        throw ConfigError("trace: request " + std::to_string(next_request_->id) + " arrives before the previous one");
-      last_arrival_ = next_request_->arrival_s;
+      next_request_ = read_request();
+      if (!next_request_) return;
     }
     const double t = next_request_->arrival_s;
     if (t > until) return;

@@ -162,6 +162,8 @@ class Fleet {
   bool in_window(double t, int rank) const {
     return !window_has_limit_ || t < window_limit_t_ || (t == window_limit_t_ && rank < window_limit_rank_);
   }
+  // The source's next request, its order checked (none: source_done_).
+  std::optional<Request> read_request();
   void pull_next_arrival();
   // FleetOptions::router_refresh_s: refresh k (at k * refresh) renews the
   // routers' view of the loads and routes the requests arriving until the
