@@ -37,6 +37,7 @@
 #include "traces/arrivals.h"
 #include "traces/generated_workload.h"
 #include "traces/random_tokens.h"
+#include "traces/prompt_hashes.h"
 #include "traces/trace_format.h"
 #include "traces/trace_profile.h"
 #include "traces/workload.h"
@@ -88,6 +89,7 @@ struct Conversation {
   int64_t id = 0;  // in start order, shared by single requests and conversations
   int turn = 0;    // turns already emitted
   std::vector<int32_t> history;  // previous prompt + its answer
+  std::vector<uint64_t> history_hashes;  // its full blocks' hashes (when prompts are hashed here)
   Rng rng{0};
 };
 
@@ -162,11 +164,14 @@ class MixWorkload : public RequestSource {
 
   // The prompt of a shared request or a conversation's first turn: a system
   // prompt's first min(S, length - 1) tokens, then the request's own.
-  void fill_shared(std::vector<int32_t>& prompt, Rng& rng, int64_t length) const {
-    const auto& prefix = prefixes_[p_.num_prefixes > 1 ? rng.below(static_cast<uint64_t>(p_.num_prefixes)) : 0];
+  // With prompts hashed here, the system prompt's blocks come from hashes_.
+  void fill_shared(Request& r, Rng& rng, int64_t length) {
+    const size_t index = p_.num_prefixes > 1 ? rng.below(static_cast<uint64_t>(p_.num_prefixes)) : 0;
+    const auto& prefix = prefixes_[index];
     const int64_t shared = std::min<int64_t>(static_cast<int64_t>(prefix.size()), length - 1);
-    prompt.assign(prefix.begin(), prefix.begin() + shared);
-    append_random_tokens(prompt, rng, length - shared, ctx_.vocab_size);
+    r.prompt.assign(prefix.begin(), prefix.begin() + shared);
+    append_random_tokens(r.prompt, rng, length - shared, ctx_.vocab_size);
+    if (hashes_.enabled()) hashes_.finish(r, hashes_.part(index, prefix), hashes_.blocks_of(shared));
   }
 
   // A request that is no conversation's turn: with a system prompt (shared) or sharing nothing.
@@ -174,10 +179,12 @@ class MixWorkload : public RequestSource {
     const auto [length, output] = draw_lengths(conv.rng);
     Request r = start_request(conv, output);
     r.prompt.reserve(static_cast<size_t>(length + output));  // the engine appends the output
-    if (shared)
-      fill_shared(r.prompt, conv.rng, length);
-    else
+    if (shared) {
+      fill_shared(r, conv.rng, length);
+    } else {
       append_random_tokens(r.prompt, conv.rng, length, ctx_.vocab_size);
+      hashes_.finish(r, {});
+    }
     return r;
   }
 
@@ -187,16 +194,21 @@ class MixWorkload : public RequestSource {
     r.session_id = conv->id;
     if (conv->turn == 0) {
       r.prompt.reserve(static_cast<size_t>(length + output));
-      fill_shared(r.prompt, conv->rng, length);
+      fill_shared(r, conv->rng, length);
     } else {
       r.prompt = std::move(conv->history);
       r.prompt.reserve(r.prompt.size() + static_cast<size_t>(p_.shape.user_tokens + output));
       append_random_tokens(r.prompt, conv->rng, p_.shape.user_tokens, ctx_.vocab_size);
+      hashes_.finish(r, std::move(conv->history_hashes));  // the history's blocks hashed at its own turn
     }
     append_random_tokens(r.scripted_output, conv->rng, output, ctx_.vocab_size);
     if (++conv->turn < p_.turns) {
       conv->history = r.prompt;
       conv->history.insert(conv->history.end(), r.scripted_output.begin(), r.scripted_output.end());
+      if (hashes_.enabled()) {
+        conv->history_hashes = r.prompt_block_hashes;
+        extend_block_hashes(conv->history_hashes, conv->history, hashes_.block_size(), 0);
+      }
       if (c_.rate > 0 && p_.turn_gap_s > 0) conv->next_arrival_s += conv->rng.exponential(1.0 / p_.turn_gap_s);
       open_.push_back(std::move(conv));
       std::push_heap(open_.begin(), open_.end(), later_first);
@@ -213,6 +225,7 @@ class MixWorkload : public RequestSource {
   PriorityDraw priorities_;
   double chat_start_ = 0.0, shared_given_single_ = 0.0;
   std::vector<std::vector<int32_t>> prefixes_;
+  PromptHashes hashes_{ctx_.hash_block_size};  // each system prompt's blocks hashed once
   std::vector<std::unique_ptr<Conversation>> open_;  // a heap by later_first
   double next_start_s_ = 0.0;
   int64_t next_start_id_ = 0;

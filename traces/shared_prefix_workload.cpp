@@ -6,6 +6,7 @@
 #include "engine/common/config_error.h"
 #include "engine/common/option_table.h"
 #include "traces/generated_workload.h"
+#include "traces/prompt_hashes.h"
 #include "traces/random_tokens.h"
 
 namespace testbed {
@@ -38,16 +39,22 @@ class SharedPrefixWorkload : public GeneratedWorkload {
   }
 
   void fill(Request& r) override {
-    const auto& prefix = prefixes_[p_.num_prefixes > 1 ? rng_.below(p_.num_prefixes) : 0];
+    const size_t index = p_.num_prefixes > 1 ? rng_.below(p_.num_prefixes) : 0;
+    const auto& prefix = prefixes_[index];
     // Room for the output too: the engine keeps generated tokens in this vector.
     r.prompt.reserve(prefix.size() + p_.shape.user_tokens + c_.output_tokens);
     r.prompt.assign(prefix.begin(), prefix.end());
     append_random_tokens(r.prompt, rng_, p_.shape.user_tokens, ctx_.vocab_size);
+    if (hashes_.enabled()) {
+      const std::vector<uint64_t>& leading = hashes_.part(index, prefix);
+      hashes_.finish(r, leading, leading.size());
+    }
   }
 
  private:
   SharedPrefixParams p_;
   std::vector<std::vector<int32_t>> prefixes_;
+  PromptHashes hashes_{ctx_.hash_block_size};  // each system prompt's blocks hashed once
 };
 
 TESTBED_REGISTER(WorkloadRegistry, "shared_prefix",

@@ -26,6 +26,10 @@ struct WorkloadConfig;
 struct WorkloadContext {
   int vocab_size = 32000;
   SamplingParams sampling;
+  // The block size the engines taking arrivals hash prompts at (their prefix
+  // cache), 0 when none does: a generator that builds prompts from shared
+  // parts may hand each request its hashes (traces/prompt_hashes.h).
+  int hash_block_size = 0;
 };
 
 // The base of every workload kind's own keys: what the kind can tell about

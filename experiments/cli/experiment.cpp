@@ -164,6 +164,12 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) 
   WorkloadContext context;
   context.vocab_size = setup.model.vocab_size;
   context.sampling = config.sampling;
+  // The block size of the engines that take arrivals, when their prefix cache
+  // will read the prompts' hashes: generators hash shared parts once.
+  const CacheConfig* arrivals_cache = &setup.engine.cache;
+  for (size_t i = 0; i < setup.pools.size(); ++i)
+    if (config.pools()[i].takes_arrivals()) arrivals_cache = &setup.pools[i].engine.cache;
+  context.hash_block_size = arrivals_cache->prefix_cache ? arrivals_cache->block_size : 0;
   std::unique_ptr<RequestSource> source = make_workload(config.workload, context);
   // The front end's time before the engine sees a request: that of the pool taking arrivals.
   double request_s = setup.engine.frontend.request_s;
@@ -171,16 +177,13 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) 
     if (config.pools()[i].takes_arrivals()) request_s = setup.pools[i].engine.frontend.request_s;
   if (request_s > 0) source = std::make_unique<FrontendSource>(std::move(source), request_s);
   if (config.workload.read_ahead > 0) {
-    // Hashed at the block size of the engines that take arrivals, when their prefix cache will read the hashes.
-    const CacheConfig* cache = &setup.engine.cache;
-    for (size_t i = 0; i < setup.pools.size(); ++i)
-      if (config.pools()[i].takes_arrivals()) cache = &setup.pools[i].engine.cache;
+    // Hashed at the same block size (prompts a generator hashed are taken as they are).
     // A fleet on several threads generates ahead on its workers while they wait
     // for a window: a thread of its own would time-slice with them.
     const auto producer = config.simulation().fleet.threads > 1 ? ReadAheadSource::Producer::Idle
                                                                 : ReadAheadSource::Producer::Thread;
     source = std::make_unique<ReadAheadSource>(std::move(source), static_cast<size_t>(config.workload.read_ahead),
-                                               cache->prefix_cache ? cache->block_size : 0, producer);
+                                               context.hash_block_size, producer);
   }
 
   ExperimentResult result;
