@@ -205,10 +205,7 @@ class MixWorkload : public RequestSource {
     if (++conv->turn < p_.turns) {
       conv->history = r.prompt;
       conv->history.insert(conv->history.end(), r.scripted_output.begin(), r.scripted_output.end());
-      if (hashes_.enabled()) {
-        conv->history_hashes = r.prompt_block_hashes;
-        extend_block_hashes(conv->history_hashes, conv->history, hashes_.block_size(), 0);
-      }
+      if (hashes_.enabled()) conv->history_hashes = r.prompt_block_hashes;  // the answer is hashed with the next turn
       if (c_.rate > 0 && p_.turn_gap_s > 0) conv->next_arrival_s += conv->rng.exponential(1.0 / p_.turn_gap_s);
       open_.push_back(std::move(conv));
       std::push_heap(open_.begin(), open_.end(), later_first);

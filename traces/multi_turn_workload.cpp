@@ -23,6 +23,7 @@
 #include "engine/common/option_table.h"
 #include "traces/arrivals.h"
 #include "traces/generated_workload.h"
+#include "traces/prompt_hashes.h"
 #include "traces/random_tokens.h"
 #include "traces/workload.h"
 
@@ -54,6 +55,7 @@ struct Session {
   int64_t id = 0;
   int turn = 0;                  // turns already emitted
   std::vector<int32_t> history;  // previous prompt + its answer (the next prompt's prefix)
+  std::vector<uint64_t> history_hashes;  // its full blocks' hashes (when prompts are hashed here)
   Rng rng{0};                    // this session's contents and think times: independent of interleaving
 };
 
@@ -108,6 +110,7 @@ class MultiTurnWorkload : public RequestSource {
     s->next_arrival_s = next_start_s_;
     s->rng = Rng(mix_seed(mix_seed(c_.seed, 4), static_cast<uint64_t>(s->id)));
     s->history = system_prompt_;
+    if (hashes_.enabled()) s->history_hashes = hashes_.part(0, system_prompt_);
     next_start_s_ = session_starts_.next();
     return s;
   }
@@ -120,6 +123,7 @@ class MultiTurnWorkload : public RequestSource {
     r.prompt = std::move(s.history);
     r.prompt.reserve(r.prompt.size() + p_.shape.user_tokens + c_.output_tokens);  // the engine appends the output
     append_random_tokens(r.prompt, s.rng, p_.shape.user_tokens, ctx_.vocab_size);
+    hashes_.finish(r, std::move(s.history_hashes));  // the history's blocks hashed at the turn before
     append_random_tokens(r.scripted_output, s.rng, c_.output_tokens, ctx_.vocab_size);
     r.max_output_tokens = c_.output_tokens;
     r.sampling = ctx_.sampling;
@@ -129,6 +133,7 @@ class MultiTurnWorkload : public RequestSource {
       s.history.reserve(r.prompt.size() + 2 * c_.output_tokens + p_.shape.user_tokens);  // room for the next turn
       s.history = r.prompt;
       s.history.insert(s.history.end(), r.scripted_output.begin(), r.scripted_output.end());
+      if (hashes_.enabled()) s.history_hashes = r.prompt_block_hashes;  // the answer is hashed with the next turn
     }
     return r;
   }
@@ -142,6 +147,7 @@ class MultiTurnWorkload : public RequestSource {
   int64_t next_session_ = 0;
   double next_start_s_ = 0.0;
   std::vector<int32_t> system_prompt_;
+  PromptHashes hashes_{ctx_.hash_block_size};  // the system prompt's blocks hashed once
   std::vector<std::unique_ptr<Session>> active_;  // a heap by later_first
   int64_t next_id_ = 0;
 };

@@ -104,6 +104,20 @@ TEST_CASE("mix hands out each prompt's hashes: system prompts, singles and conve
   CHECK(later_turns >= 10);
 }
 
+TEST_CASE("multi_turn hands out each turn's hashes, extending its session's", "[traces][prompt_hashes]") {
+  WorkloadConfig c;
+  set_options(c, {{"workload.kind", "multi_turn"},
+                  {"workload.num_requests", "600"},
+                  {"workload.rate", "40"},
+                  {"workload.output_tokens", "11"},
+                  {"workload.system_prompt_tokens", "37"},
+                  {"workload.user_tokens", "6"},
+                  {"workload.turns", "5"},
+                  {"workload.turn_gap_s", "0.5"}});
+  check_hashes(c, 16);
+  check_hashes(c, 3);
+}
+
 TEST_CASE("PromptHashes: a salted request is hashed from scratch", "[traces][prompt_hashes]") {
   PromptHashes h(4);
   const std::vector<int32_t> prefix = {1, 2, 3, 4, 5, 6, 7, 8, 9};
