@@ -44,7 +44,8 @@ class PromptHashes {
   // r.cache_salt == 0 (what `leading` was hashed with).
   void finish(Request& r, const std::vector<uint64_t>& leading, size_t known) const {
     if (!enabled()) return;
-    if (r.cache_salt != 0 || known > leading.size()) known = std::min(known, r.cache_salt != 0 ? 0 : leading.size());
+    if (r.cache_salt != 0) known = 0;  // `leading` holds unsalted hashes
+    known = std::min(known, leading.size());
     r.prompt_block_hashes.assign(leading.begin(), leading.begin() + static_cast<std::ptrdiff_t>(known));
     extend_block_hashes(r.prompt_block_hashes, r.prompt, block_size_, r.cache_salt);
     r.prompt_hash_block_size = block_size_;
