@@ -39,24 +39,21 @@ class PromptHashes {
     return p.hashes;
   }
 
-  // r's prompt hashes: the first `known` of `leading` (hashes of the blocks
-  // r.prompt begins with), then the rest hashed from r.prompt. Requires
-  // r.cache_salt == 0 (what `leading` was hashed with).
+  // r's prompt hashes: the first `known` of `leading` (unsalted hashes of
+  // the blocks r.prompt begins with; none of them for a salted request), then
+  // the rest hashed from r.prompt.
   void finish(Request& r, const std::vector<uint64_t>& leading, size_t known) const {
     if (!enabled()) return;
-    if (r.cache_salt != 0) known = 0;  // `leading` holds unsalted hashes
-    known = std::min(known, leading.size());
+    known = r.cache_salt != 0 ? 0 : std::min(known, leading.size());
     r.prompt_block_hashes.assign(leading.begin(), leading.begin() + static_cast<std::ptrdiff_t>(known));
-    extend_block_hashes(r.prompt_block_hashes, r.prompt, block_size_, r.cache_salt);
-    r.prompt_hash_block_size = block_size_;
+    hash_rest(r);
   }
   // The same with all of `leading`, taken over.
   void finish(Request& r, std::vector<uint64_t>&& leading) const {
     if (!enabled()) return;
     if (r.cache_salt != 0) leading.clear();
     r.prompt_block_hashes = std::move(leading);
-    extend_block_hashes(r.prompt_block_hashes, r.prompt, block_size_, r.cache_salt);
-    r.prompt_hash_block_size = block_size_;
+    hash_rest(r);
   }
   // How many of a prefix's leading hashes hold for a prompt whose first
   // `shared` tokens are that prefix's.
@@ -64,6 +61,10 @@ class PromptHashes {
   int block_size() const { return block_size_; }
 
  private:
+  void hash_rest(Request& r) const {
+    extend_block_hashes(r.prompt_block_hashes, r.prompt, block_size_, r.cache_salt);
+    r.prompt_hash_block_size = block_size_;
+  }
   struct Part {
     bool done = false;
     std::vector<uint64_t> hashes;

@@ -17,14 +17,7 @@ using namespace testbed::test;
 
 namespace {
 
-std::vector<Request> drain_hashed(const WorkloadConfig& c, int block_size) {
-  WorkloadContext ctx;
-  ctx.hash_block_size = block_size;
-  auto source = make_workload(c, ctx);
-  std::vector<Request> out;
-  while (auto r = source->next()) out.push_back(std::move(*r));
-  return out;
-}
+std::vector<Request> drain_hashed(const WorkloadConfig& c, int block_size) { return drain(c, 32000, block_size); }
 
 // Every request's hashes are those of its prompt, and the prompts are those
 // of the same workload generated without hashing.

@@ -47,9 +47,11 @@ inline WorkloadConfig trace_config(const std::string& format, const std::string&
   return c;
 }
 
-inline std::vector<Request> drain(const WorkloadConfig& c, int vocab_size = 32000) {
+// hash_block_size: WorkloadContext's (generators may hand out prompt hashes).
+inline std::vector<Request> drain(const WorkloadConfig& c, int vocab_size = 32000, int hash_block_size = 0) {
   WorkloadContext ctx;
   ctx.vocab_size = vocab_size;
+  ctx.hash_block_size = hash_block_size;
   auto source = make_workload(c, ctx);
   std::vector<Request> out;
   while (auto r = source->next()) out.push_back(std::move(*r));
