@@ -91,6 +91,15 @@ class Engine {
   std::vector<std::unique_ptr<Sequence>> fail();
   // Forgets every cached prefix block (a replica switched off); listeners hear AllCleared.
   void clear_prefix_cache();
+  // Loads the state a step reads first beyond this object itself (the
+  // scheduler's lists, the KV cache's free list, the executor): a fleet calls
+  // it for the instance whose event comes next (engine/common/load_ahead.h).
+  // Changes nothing.
+  void load_state() const {
+    scheduler_.load_state();
+    kv_.load_state();
+    load_lines(executor_.get(), 64);
+  }
   bool has_unfinished() const { return scheduler_.has_unfinished() || !importing_.empty(); }
   // Sequences cancelled here because their clients left (engine/scheduler.h).
   int64_t num_cancelled() const { return scheduler_.num_cancelled(); }

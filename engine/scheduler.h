@@ -26,6 +26,8 @@
 // freed and it waits again. Running sequences are served in arrival order.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -35,6 +37,7 @@
 
 #include "engine/batch.h"
 #include "engine/common/choice.h"
+#include "engine/common/load_ahead.h"
 #include "engine/kv_cache_manager.h"
 #include "engine/scheduling_policy.h"
 #include "engine/step.h"
@@ -83,6 +86,14 @@ class Scheduler {
 
   // KV tokens the running sequences hold (their computed tokens).
   int64_t num_running_tokens() const;
+  // Loads what the next schedule() and postprocess() read first (the
+  // running list, the policy): a large fleet's instance is out of the cache
+  // by its next step (engine/common/load_ahead.h). Changes nothing.
+  void load_state() const {
+    load_lines(running_.data(), std::min<size_t>(running_.size() * sizeof(running_[0]), 256));
+    load_lines(scheduled_.data(), std::min<size_t>(scheduled_.size(), 64));
+    load_lines(policy_.get(), 64);
+  }
 
   // Forms this step's batch into `batch` (its buffers are reused).
   void schedule(double now, Batch& batch);

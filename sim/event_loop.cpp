@@ -50,6 +50,17 @@ bool EventLoop::step() {
   // step ends, and its clock must end where one thread's does.
   if (ev.time > now_) now_ = ev.time;
   ++num_processed_;
+  if (lookahead_) {
+    const std::vector<Event>& h = queue_.heap();
+    const int next = h.empty() ? -1 : h[0].owner;
+    // The one after the next is the earlier of the root's children.
+    int after = -1;
+    if (h.size() == 2)
+      after = h[1].owner;
+    else if (h.size() > 2)
+      after = Later()(h[2], h[1]) ? h[1].owner : h[2].owner;
+    lookahead_(lookahead_context_, next, after);
+  }
   ev.handler(ev.time);
   return true;
 }

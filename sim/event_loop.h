@@ -32,6 +32,17 @@ class EventLoop {
   void at_owned(double time, int rank, int owner, uint32_t tag, Handler handler);
   double now() const { return now_; }
   bool empty() const { return queue_.empty(); }
+  // Called by step() before each event runs, with the owners of the event
+  // that comes next after it and of the one after that (-1: none, or not
+  // owned), so a fleet can start loading their state while this one runs (a
+  // large fleet's instance is out of the cache by its next step). The hint
+  // may be wrong (this event may schedule one before them); it must change
+  // nothing but what is in the cache.
+  using Lookahead = void (*)(void* context, int next_owner, int after_owner);
+  void set_lookahead(Lookahead f, void* context) {
+    lookahead_ = f;
+    lookahead_context_ = context;
+  }
   int64_t num_processed() const { return num_processed_; }
   // Runs the next event (its handler gets the event's time); false when none is left.
   bool step();
@@ -87,7 +98,14 @@ class EventLoop {
       return runs_after(a.time, a.rank, a.seq, b.time, b.rank, b.seq);
     }
   };
-  std::priority_queue<Event, std::vector<Event>, Later> queue_;
+  // A priority queue whose heap can be read: the next two events after the
+  // top are its root's children.
+  struct Queue : std::priority_queue<Event, std::vector<Event>, Later> {
+    const std::vector<Event>& heap() const { return c; }
+  };
+  Queue queue_;
+  Lookahead lookahead_ = nullptr;
+  void* lookahead_context_ = nullptr;
   double now_ = 0.0;
   uint64_t next_seq_ = 0;
   int64_t num_processed_ = 0;

@@ -6,6 +6,7 @@
 
 #include "engine/block_hash.h"
 #include "engine/common/config_error.h"
+#include "engine/common/load_ahead.h"
 #include "engine/common/option_table.h"
 #include "engine/semantic_cache.h"
 #include "sim/fleet_state.h"
@@ -67,6 +68,7 @@ Fleet::Fleet(std::vector<FleetPool> pools, FleetOptions options) : options_(opti
         throw std::logic_error("Fleet: engine ids must run through the pools in order");
       instances_.push_back(std::make_unique<Instance>());
       instances_.back()->engine = e;
+      engine_of_.push_back(e);
       instances_.back()->pool = p;
       instances_.back()->local = static_cast<int>(k);
       if (pool->spec.router->wants_kv_events()) {
@@ -192,6 +194,7 @@ SimulationStats Fleet::run(RequestSource& source, const ProgressFn& progress) {
       report_scale(k, 0.0, pools_[p]->spec.autoscale.initial_for(size), 0.0, AutoscaleSignals{});  // the start
       loop_.at(pools_[p]->spec.autoscale.interval_s, kRankControl, [this, k](double t) { evaluate(k, t); });
     }
+  if (instances_.size() > 1) loop_.set_lookahead(&Fleet::lookahead, this);  // one instance stays in the cache
   if (options_.threads > 1)
     run_windows();
   else
@@ -255,6 +258,33 @@ void Fleet::pull_next_arrival() {
     arrive(std::move(*shared), now);
     pull_next_arrival();
   });
+}
+
+namespace {
+template <class T>
+void load_front(const std::vector<T>& v, size_t max_bytes) {
+  load_lines(v.data(), std::min(v.size() * sizeof(T), max_bytes));
+}
+}  // namespace
+
+void Fleet::load_records(int i) const {
+  load_lines(instances_[i].get(), sizeof(Instance));
+  load_lines(engine_of_[i], sizeof(Engine));
+}
+
+void Fleet::load_buffers(int i) const {
+  const Instance& inst = *instances_[i];
+  load_front(inst.plan.batch.items, 512);
+  load_front(inst.result.token_offsets, 128);
+  load_front(inst.result.tokens, 128);
+  load_front(inst.outcome.seqs, 512);
+  inst.engine->load_state();
+}
+
+void Fleet::lookahead(void* fleet, int next_owner, int after_owner) {
+  const Fleet& f = *static_cast<const Fleet*>(fleet);
+  if (after_owner >= 0) f.load_records(after_owner);
+  if (next_owner >= 0) f.load_buffers(next_owner);
 }
 
 InstanceLoad Fleet::read_load(int i) const {

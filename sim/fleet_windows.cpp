@@ -147,10 +147,19 @@ class Fleet::WindowTeam {
   // that (memory running out) is kept here and rethrown by run().
   void take(const std::vector<int>& work) {
     try {
+      // Each thread claims its next instance before it steps the one it
+      // holds, and loads the next one's records meanwhile (Fleet::load_records):
+      // a window's instances are out of the cache.
       const size_t n = work.size();
-      for (size_t k = next_.fetch_add(1, std::memory_order_relaxed); k < n;
-           k = next_.fetch_add(1, std::memory_order_relaxed))
+      size_t k = next_.fetch_add(1, std::memory_order_relaxed);
+      if (k < n) fleet_.load_records(work[k]);
+      while (k < n) {
+        const size_t after = next_.fetch_add(1, std::memory_order_relaxed);
+        if (after < n) fleet_.load_records(work[after]);
+        fleet_.load_buffers(work[k]);
         fleet_.step_window(work[k]);
+        k = after;
+      }
     } catch (...) {
       if (!failed_.exchange(true, std::memory_order_acq_rel)) error_ = std::current_exception();
       next_.store(work.size(), std::memory_order_relaxed);  // the others stop taking
@@ -243,8 +252,11 @@ void Fleet::run_windows() {
       inst.taken.push_back(ev);
     }
     window_has_limit_ = loop_.peek(window_limit_t_, window_limit_rank_);
-    if (window_.size() == 1)
-      step_window(window_[0]);  // nothing to share
+    if (window_.size() == 1) {  // nothing to share
+      load_records(window_[0]);
+      load_buffers(window_[0]);
+      step_window(window_[0]);
+    }
     else if (!window_.empty())
       team.run(window_);
     replay_window(team);

@@ -124,8 +124,11 @@ void SimExecutor::execute(const Batch& batch, StepResult& out) {
     speculate(batch, out);  // builds the tokens itself (accepted drafts, then one)
   else
     synthetic_tokens(batch, vocab_size_, out);
-  shape_of(batch, shape_);
-  out.duration_s = cost_model_->predict(shape_);
+  // One scratch shape per thread, not per instance: it stays in the cache
+  // while a fleet steps its other instances (each executor's own was cold).
+  thread_local StepShape shape;
+  shape_of(batch, shape);
+  out.duration_s = cost_model_->predict(shape);
   if (spec_.draft_cost_model) out.duration_s += draft_seconds(batch, out);
 }
 

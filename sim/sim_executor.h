@@ -49,7 +49,6 @@ class SimExecutor : public Executor {
   std::shared_ptr<const CostModel> cost_model_;
   int vocab_size_;
   SimSpeculation spec_;
-  StepShape shape_;  // reused every step
 };
 
 class CostTimedExecutor : public Executor {

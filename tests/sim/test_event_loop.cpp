@@ -290,3 +290,74 @@ TEST_CASE("run_until on an empty loop sets now to t", "[event_loop]") {
   CHECK(loop.num_processed() == 0);
   CHECK(loop.empty());
 }
+
+TEST_CASE("the lookahead names the owners of the next two events, and changes no order", "[event_loop][property]") {
+  // Owned events (owners 0..9) and unowned ones (-1) at random times with many
+  // ties; before each event runs, the hook must name the owners of the events
+  // that actually run after it and after that (-1: none left, or not owned).
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    for (bool with_hook : {false, true}) {
+      Rng draw(seed);
+      EventLoop loop;
+      std::vector<int> ran;                       // owners, in the order the events ran
+      std::vector<std::pair<int, int>> told;      // (next, after) the hook gave before each
+      std::vector<int> labels_ran;
+      for (int i = 0; i < 300; ++i) {
+        const double time = static_cast<double>(draw.below(30)) * 0.5;
+        const int rank = static_cast<int>(draw.below(5));
+        const int owner = draw.below(4) == 0 ? -1 : static_cast<int>(draw.below(10));
+        auto handler = [&ran, &labels_ran, owner, i](double) {
+          ran.push_back(owner);
+          labels_ran.push_back(i);
+        };
+        if (owner < 0)
+          loop.at(time, rank, handler);
+        else
+          loop.at_owned(time, rank, owner, 0, handler);
+      }
+      struct Context {
+        std::vector<std::pair<int, int>>* told;
+      } context{&told};
+      if (with_hook)
+        loop.set_lookahead(
+            [](void* c, int next, int after) { static_cast<Context*>(c)->told->emplace_back(next, after); }, &context);
+      loop.run();
+      REQUIRE(ran.size() == 300);
+      if (!with_hook) {
+        CHECK(told.empty());
+        continue;
+      }
+      REQUIRE(told.size() == ran.size());
+      for (size_t k = 0; k < ran.size(); ++k) {
+        CHECK(told[k].first == (k + 1 < ran.size() ? ran[k + 1] : -1));
+        CHECK(told[k].second == (k + 2 < ran.size() ? ran[k + 2] : -1));
+      }
+    }
+  }
+}
+
+TEST_CASE("with a lookahead, events run in the same order as without", "[event_loop]") {
+  auto run = [](bool hook) {
+    Rng draw(7);
+    EventLoop loop;
+    std::vector<int> order;
+    for (int i = 0; i < 200; ++i) {
+      const double time = static_cast<double>(draw.below(10)) * 0.25;
+      const int owner = static_cast<int>(draw.below(5));
+      loop.at_owned(time, static_cast<int>(draw.below(5)), owner, 0, [&order, &loop, i, owner](double now) {
+        order.push_back(i);
+        // Handlers schedule more (the hint may then be wrong; the order may not change).
+        if (i % 3 == 0) loop.at_owned(now, kRankStepStart, owner, 0, [&order, i](double) { order.push_back(1000 + i); });
+      });
+    }
+    int calls = 0;
+    if (hook) loop.set_lookahead([](void* c, int, int) { ++*static_cast<int*>(c); }, &calls);
+    loop.run();
+    return std::make_pair(order, calls);
+  };
+  const auto [plain, no_calls] = run(false);
+  const auto [hooked, calls] = run(true);
+  CHECK(no_calls == 0);
+  CHECK(calls == static_cast<int>(hooked.size()));
+  CHECK(plain == hooked);
+}

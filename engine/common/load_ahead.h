@@ -1,0 +1,23 @@
+// Loading a record ahead of its use by reading it. A prefetch instruction is
+// only a hint the processor may drop, and in a large fleet (an instance's
+// records on pages out of the TLB since its last step) the hints issued for
+// the instance whose event comes next measured no faster than none, while
+// plain reads of one byte per cache line, their values unused, took 12-14%
+// off a 1,024-instance run (README, Fleet scale). A read waits for its line
+// where a hint would not, so these are for loading an event ahead, not a
+// loop iteration ahead.
+#pragma once
+
+#include <cstddef>
+
+namespace testbed {
+
+// Reads one byte of every cache line [p, p + bytes) touches (nothing when bytes is 0).
+inline void load_lines(const void* p, size_t bytes) {
+  if (bytes == 0) return;
+  const volatile char* c = static_cast<const volatile char*>(p);
+  for (size_t b = 0; b < bytes; b += 64) (void)c[b];
+  (void)c[bytes - 1];
+}
+
+}  // namespace testbed
