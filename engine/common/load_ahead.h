@@ -1,9 +1,10 @@
 // Loading a record ahead of its use by reading it. A prefetch instruction is
-// only a hint the processor may drop, and in a large fleet (an instance's
-// records on pages out of the TLB since its last step) the hints issued for
-// the instance whose event comes next measured no faster than none, while
-// plain reads of one byte per cache line, their values unused, took 12-14%
-// off a 1,024-instance run (README, Fleet scale). A read waits for its line
+// only a hint the processor may drop: in a large fleet (an instance's records
+// cold since its last step) the hints issued for the instance whose event
+// comes next left the stalls where they were, while plain reads of one byte
+// per cache line, their values unused, took 10-11% off one-thread runs of a
+// 1,024-instance fleet (README, Fleet scale; why the hints did nothing was not
+// measured: this machine has no hardware counters). A read waits for its line
 // where a hint would not, so these are for loading an event ahead, not a
 // loop iteration ahead.
 #pragma once
