@@ -256,9 +256,9 @@ void Fleet::run_windows() {
       load_records(window_[0]);
       load_buffers(window_[0]);
       step_window(window_[0]);
-    }
-    else if (!window_.empty())
+    } else if (!window_.empty()) {
       team.run(window_);
+    }
     replay_window(team);
     loop_.reached(skipped_t);
   }
