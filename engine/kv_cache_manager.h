@@ -137,13 +137,12 @@ class KvCacheManager {
     __builtin_prefetch(&blocks_[seq.block_table[c]], 1);
   }
 
-  // Loads what a step reads first: the free list's heads and the events'
-  // buffer (a large fleet's instance is out of the cache by its next step;
-  // engine/common/load_ahead.h). Changes nothing.
+  // Loads what a step reads first: the free list's heads (a large fleet's
+  // instance is out of the cache by its next step; engine/common/load_ahead.h).
+  // Changes nothing.
   void load_state() const {
     if (!free_front_.empty()) load_lines(&free_front_.back(), sizeof(FreeEntry));
     if (back_head_ < free_back_.size()) load_lines(&free_back_[back_head_], sizeof(FreeEntry));
-    if (events_.capacity() > 0) load_lines(events_.data(), 64);
   }
 
   // Returns seq's blocks. Tail blocks are freed first, so they are evicted first.

@@ -92,7 +92,7 @@ class Scheduler {
   void load_state() const {
     load_lines(running_.data(), std::min<size_t>(running_.size() * sizeof(running_[0]), 256));
     load_lines(scheduled_.data(), std::min<size_t>(scheduled_.size(), 64));
-    load_lines(policy_.get(), 64);
+    load_lines(policy_.get(), 1);  // its first line (its size is its type's)
   }
 
   // Forms this step's batch into `batch` (its buffers are reused).

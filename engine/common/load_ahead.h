@@ -13,7 +13,9 @@
 
 namespace testbed {
 
-// Reads one byte of every cache line [p, p + bytes) touches (nothing when bytes is 0).
+// Reads one byte of every cache line [p, p + bytes) touches (nothing when
+// bytes is 0). The bytes must be live: a read past an object's end is one
+// (AddressSanitizer reports it), so an object of unknown size is read at p only.
 inline void load_lines(const void* p, size_t bytes) {
   if (bytes == 0) return;
   const volatile char* c = static_cast<const volatile char*>(p);
