@@ -1,5 +1,6 @@
 #include "engine/metrics/run_recorder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -99,6 +100,10 @@ RequestRecord RunRecorder::finish_record(int instance, const Sequence& seq, doub
     r.reused_blocks = h.reused_blocks;
   }
   return r;
+}
+
+void RunRecorder::expect_requests(int64_t n) {
+  if (n > 0) requests_.reserve(static_cast<size_t>(std::min(n, kMaxExpectedRequests)));  // beyond: growth decides
 }
 
 void RunRecorder::add_finish(const RequestRecord& r) {

@@ -54,6 +54,12 @@ class RunRecorder : public MetricsSink {
   explicit RunRecorder(bool keep_steps = true, bool keep_tokens = false, bool keep_events = false)
       : keep_steps_(keep_steps), keep_tokens_(keep_tokens), keep_events_(keep_events) {}
 
+  // Room for `n` finished requests up front (a source's size_hint; at most
+  // kMaxExpectedRequests), so the records are not copied as they grow, nor
+  // held at up to twice their size. A hint only: more or fewer may finish.
+  void expect_requests(int64_t n);
+  static constexpr int64_t kMaxExpectedRequests = int64_t{1} << 24;  // 2 GiB of records
+
   void on_arrival(int instance, const Sequence& seq, double t) override;
   void on_step(const StepRecord& step) override;
   // (on_first_token is not overridden: a first token is in the finish record. Override it, and RecorderShard must keep it too.)

@@ -188,6 +188,7 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) 
 
   ExperimentResult result;
   result.recorder = std::make_unique<RunRecorder>(config.output.steps, config.output.tokens, config.output.events);
+  result.recorder->expect_requests(source->size_hint());
   result.mode = config.driver_mode();
   DriverSetup driver_setup;
   driver_setup.sink = result.recorder.get();
