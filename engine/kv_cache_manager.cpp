@@ -38,11 +38,17 @@ KvCacheManager::KvCacheManager(int num_blocks, int block_size, bool enable_prefi
 
 PrefixHit KvCacheManager::find_cached_prefix(Sequence& seq) const {
   PrefixHit hit;
+  find_cached_prefix(seq, hit);
+  return hit;
+}
+
+void KvCacheManager::find_cached_prefix(Sequence& seq, PrefixHit& hit) const {
+  hit.blocks.clear();
   hit.block_size = block_size_;
-  if (!prefix_cache_ || cached_.empty()) return hit;
+  if (!prefix_cache_ || cached_.empty()) return;
   // At least one token is computed, so the last step has logits to sample from.
   const int max_blocks = full_blocks(seq.num_tokens() - 1);
-  if (max_blocks <= 0) return hit;
+  if (max_blocks <= 0) return;
   const std::vector<uint64_t>& hashes = seq.block_hashes(block_size_);
   constexpr int kAhead = 8;
   for (int b = 0; b < std::min(kAhead, max_blocks); ++b) cached_.prefetch(hashes[b]);
@@ -52,7 +58,6 @@ PrefixHit KvCacheManager::find_cached_prefix(Sequence& seq) const {
     if (!block) break;
     hit.blocks.push_back(*block);
   }
-  return hit;
 }
 
 bool KvCacheManager::can_allocate(const Sequence& seq, int num_new_tokens, const PrefixHit& hit) const {

@@ -90,6 +90,8 @@ class KvCacheManager {
 
   // Longest chain of cached blocks at the start of seq's tokens (read-only).
   PrefixHit find_cached_prefix(Sequence& seq) const;
+  // The same into `hit`, reusing its array (a scheduler's, every admission).
+  void find_cached_prefix(Sequence& seq, PrefixHit& hit) const;
 
   // Blocks seq needs so it can hold num_computed_tokens + num_new_tokens tokens,
   // taking `hit` first when seq holds no block yet.

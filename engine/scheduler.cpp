@@ -255,7 +255,8 @@ void Scheduler::admit_waiting(Batch& batch, int& budget, double /*now*/) {
 
   while (!waiting_.empty() && budget > 0 && num_running() < config_.max_num_seqs && policy_->may_admit(view)) {
     Sequence& seq = *waiting_.front();
-    const PrefixHit hit = kv_.find_cached_prefix(seq);
+    PrefixHit& hit = hit_;  // its array reused: no allocation per admission
+    kv_.find_cached_prefix(seq, hit);
     const int n = chunk_limit(seq.num_tokens() - hit.num_tokens(), budget);
     if (n == 0) break;
     // The watermark: admission leaves watermark_blocks free (the running ones' room to grow).

@@ -153,6 +153,7 @@ class Scheduler {
   int64_t num_cancelled_ = 0;
   std::vector<char> scheduled_;  // per running index, during schedule()
   int64_t num_preemptions_ = 0;
+  PrefixHit hit_;  // admit_waiting's prefix lookup, its array kept from one admission to the next
 };
 
 }  // namespace testbed

@@ -45,6 +45,9 @@ class PromptHashes {
   void finish(Request& r, const std::vector<uint64_t>& leading, size_t known) const {
     if (!enabled()) return;
     known = r.cache_salt != 0 ? 0 : std::min(known, leading.size());
+    // Room for every block the prompt's vector has room for: a generator
+    // reserves the output's tokens there, whose blocks the engine hashes later.
+    r.prompt_block_hashes.reserve(r.prompt.capacity() / static_cast<size_t>(block_size_));
     r.prompt_block_hashes.assign(leading.begin(), leading.begin() + static_cast<std::ptrdiff_t>(known));
     hash_rest(r);
   }
