@@ -50,7 +50,9 @@ def write_run(path, samples=True, handoffs=True):
 
 class PlotPoolsTest(unittest.TestCase):
     def setUp(self):
-        self.dir = tempfile.mkdtemp()
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.dir = self.tmp.name
 
     def run_plot(self, **kw):
         path = os.path.join(self.dir, "results.h5")

@@ -35,7 +35,9 @@ def write_sweep(path, columns):
 
 class PlotSweepTest(unittest.TestCase):
     def setUp(self):
-        self.dir = tempfile.mkdtemp()
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.dir = self.tmp.name
         policies = ["fcfs", "fcfs", "fcfs", "sjf", "sjf", "sjf"]
         rates = [1.0, 2.0, 4.0, 1.0, 2.0, 4.0]
         self.ttft = [0.1, 0.2, 0.4, 0.15, 0.25, 0.35]

@@ -23,6 +23,7 @@
 #include "engine/model/safetensors.h"
 #include "support/engine_harness.h"
 #include "support/config_error_of.h"
+#include "support/scratch.h"
 
 using namespace testbed;
 namespace fs = std::filesystem;
@@ -30,9 +31,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path scratch() {
-  fs::path p = fs::temp_directory_path() / ("testbed_malformed_model_" + std::to_string(::getpid()));
-  fs::create_directories(p);
-  return p;
+  return testbed_test::scratch_root("testbed_malformed_model");
 }
 
 std::string write_file(const std::string& name, const std::string& bytes) {

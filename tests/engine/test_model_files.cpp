@@ -12,6 +12,7 @@
 #include "engine/model/model_config.h"
 #include "engine/model/safetensors.h"
 #include "support/engine_harness.h"
+#include "support/scratch.h"
 
 using namespace testbed;
 namespace fs = std::filesystem;
@@ -19,9 +20,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path temp_dir() {
-  fs::path p = fs::temp_directory_path() / ("testbed_model_files_" + std::to_string(::getpid()));
-  fs::create_directories(p);
-  return p;
+  return testbed_test::scratch_root("testbed_model_files");
 }
 
 }  // namespace

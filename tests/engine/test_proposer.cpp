@@ -24,6 +24,7 @@
 #include "engine/proposer.h"
 #include "support/chi_square.h"
 #include "support/engine_harness.h"
+#include "support/scratch.h"
 
 using namespace testbed;
 using namespace testbed::test;
@@ -155,7 +156,7 @@ namespace {
 
 // The micro model's config.json (support/engine_harness.h), and a smaller draft of it.
 std::string write_json(const std::string& name, int layers, int hidden) {
-  const std::string path = (std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".json")).string();
+  const std::string path = (testbed_test::scratch_root("testbed_proposer") / (name + ".json")).string();
   std::ofstream(path) << "{\"hidden_size\": " << hidden << ", \"intermediate_size\": " << hidden * 2
                       << ", \"num_hidden_layers\": " << layers
                       << ", \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"vocab_size\": 512, "
@@ -201,7 +202,7 @@ TEST_CASE("a draft model proposes, its KV follows the target's accept and rollba
     }
   }
   // A draft whose vocabulary differs is an error naming the key.
-  const std::string other = (std::filesystem::temp_directory_path() / "micro_vocab.json").string();
+  const std::string other = (testbed_test::scratch_root("testbed_proposer") / "micro_vocab.json").string();
   std::ofstream(other) << "{\"hidden_size\": 32, \"intermediate_size\": 64, \"num_hidden_layers\": 1, "
                           "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"vocab_size\": 300, "
                           "\"max_position_embeddings\": 1024}";

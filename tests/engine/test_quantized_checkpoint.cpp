@@ -16,6 +16,7 @@
 #include "engine/model/safetensors.h"
 #include "kernels/gemm/gemm_ref.h"
 #include "support/engine_harness.h"
+#include "support/scratch.h"
 
 using namespace testbed;
 using namespace testbed::test;
@@ -115,8 +116,7 @@ LlamaWeights write_checkpoint(const ModelConfig& cfg, const LlamaWeights& w, con
 TEST_CASE("GPTQ, AWQ and FP8 checkpoints read back to their dequantized weights", "[quant][checkpoint]") {
   const ModelConfig base = micro_model(512, 2, 64, 4, 2);
   const LlamaWeights w = make_dummy_weights(base, 7);
-  const fs::path dir = fs::temp_directory_path() / ("testbed_qckpt_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = testbed_test::scratch_root("testbed_qckpt");
   for (const std::string format : {"gptq", "awq", "fp8"}) {
     INFO(format);
     const std::string path = (dir / (format + ".safetensors")).string();

@@ -14,6 +14,7 @@
 #include "engine/common/rng.h"
 #include "sim/calibration.h"
 #include "sim/roofline_cost_model.h"
+#include "support/scratch.h"
 
 using namespace testbed;
 namespace fs = std::filesystem;
@@ -37,9 +38,7 @@ std::vector<OpSample> synthetic_gemms(double t0, double ec, double em, double p,
 }
 
 fs::path scratch(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("testbed_calibration_" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return d / name;
+  return testbed_test::scratch_root("testbed_calibration") / name;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "sim/hardware_spec.h"
 #include "sim/profile_table.h"
 #include "support/config_error_of.h"
+#include "support/scratch.h"
 
 using namespace testbed;
 namespace fs = std::filesystem;
@@ -27,9 +28,7 @@ const char* kSpec =
     "[memory]\ncapacity_gib = 80\nbandwidth_gbps = 2000\n";
 
 fs::path scratch() {
-  fs::path p = fs::temp_directory_path() / ("testbed_malformed_specs_" + std::to_string(::getpid()));
-  fs::create_directories(p);
-  return p;
+  return testbed_test::scratch_root("testbed_malformed_specs");
 }
 
 using testbed_test::config_error_of;

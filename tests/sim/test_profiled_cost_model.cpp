@@ -17,6 +17,7 @@
 #include "sim/profile_table.h"
 #include "sim/sim_executor.h"
 #include "support/engine_harness.h"
+#include "support/scratch.h"
 
 using namespace testbed;
 
@@ -46,8 +47,7 @@ TEST_CASE("a profile table interpolates and extrapolates a multilinear cost exac
 }
 
 TEST_CASE("a profile table survives a round trip and bad files name themselves", "[profiled]") {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("testbed_profile_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = testbed_test::scratch_root("testbed_profile");
   const std::string path = (dir / "p.h5").string();
   const ProfileTable t = linear_table();
   t.save(path);
@@ -97,9 +97,7 @@ std::string write_profile_with(const std::filesystem::path& dir, const std::stri
 TEST_CASE("a profile dataset of the wrong rank is an error, not an overflow", "[profiled]") {
   // Regression: the reader took one extent into hsize_t dims[1]; a 2-D or 3-D
   // dataset overflowed the heap and a scalar one left dims uninitialised.
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("testbed_profile_rank_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = testbed_test::scratch_root("testbed_profile_rank");
   for (const std::vector<hsize_t>& dims : {std::vector<hsize_t>{}, {3, 3}, {24, 24, 24}}) {
     for (const char* name : {"step_s", "context"}) {
       INFO(name << " of rank " << dims.size());

@@ -19,6 +19,7 @@
 #include "sim/cost_model.h"
 #include "sim/memory_planner.h"
 #include "sim/roofline_cost_model.h"
+#include "support/scratch.h"
 
 namespace fs = std::filesystem;
 using namespace testbed;
@@ -37,8 +38,7 @@ HardwareSpec h100_without_overhead() {
 }
 
 fs::path scratch_file(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() / ("testbed_roofline_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = testbed_test::scratch_root("testbed_roofline");
   std::ofstream(dir / name) << text;
   return dir / name;
 }

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <string>
 
+#include "support/scratch.h"
+
 namespace testbed_test {
 
 struct Outcome {
@@ -34,15 +36,6 @@ inline Outcome run_cli(std::string args, const std::string& cwd = "") {
   const int raw = pclose(p);
   o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   return o;
-}
-
-// An empty directory of its own under the temporary directory.
-inline std::filesystem::path scratch_dir(const std::string& suite, const std::string& name) {
-  namespace fs = std::filesystem;
-  fs::path p = fs::temp_directory_path() / (suite + "_" + std::to_string(::getpid())) / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
 }
 
 }  // namespace testbed_test

@@ -13,6 +13,7 @@
 #include "engine/common/option_table.h"
 #include "engine/scheduling_policy.h"
 #include "sim/hardware_spec.h"
+#include "support/scratch.h"
 
 using namespace testbed;
 
@@ -163,8 +164,7 @@ TEST_CASE("flags are command-line only and not part of the resolved config", "[o
 
 TEST_CASE("relative paths resolve beside the INI file when they are not found here", "[options]") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("testbed_options_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = testbed_test::scratch_root("testbed_options");
   std::ofstream(dir / "model.json") << "{}";
   Fields f;
   OptionTable t;

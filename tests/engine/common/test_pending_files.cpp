@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "engine/common/pending_files.h"
+#include "support/scratch.h"
 
 using namespace testbed;
 namespace fs = std::filesystem;
@@ -16,10 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path scratch(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("testbed_pending_" + std::to_string(::getpid())) / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
+  return testbed_test::scratch_dir("testbed_pending", name);
 }
 
 }  // namespace
