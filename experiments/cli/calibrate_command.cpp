@@ -48,6 +48,7 @@
 #include "engine/common/pending_files.h"
 #include "experiments/cli/command.h"
 #include "experiments/cli/experiment.h"
+#include "experiments/cli/huge_pages.h"
 #include "experiments/cli/measured_table.h"
 #include "experiments/cli/provenance.h"
 #include "sim/calibration.h"
@@ -295,6 +296,7 @@ int calibrate_command(const std::vector<std::string>& args) {
   table.add_flag("kernels", &kernels, "attention kernel benchmarks (bench_attention --profile_dir)");
   table.add_flag("steps", &steps, "whole-step profile of the config's model (testbed profile's .h5)");
   load_run_config(args[0], {args.begin() + 1, args.end()}, config, table);
+  apply_huge_pages(config.driver.huge_pages, /*simulates=*/true);
   print_warnings(config);
   {  // The front end is what --measured fits (the spec's serving.*): a frontend.* of the run would be overridden.
     std::ifstream in(args[0]);

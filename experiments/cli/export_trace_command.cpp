@@ -12,6 +12,7 @@
 #include "engine/common/pending_files.h"
 #include "engine/model/model_config.h"
 #include "experiments/cli/command.h"
+#include "experiments/cli/huge_pages.h"
 #include "experiments/cli/run_config.h"
 #include "traces/workload.h"
 
@@ -40,6 +41,7 @@ int export_trace_command(const std::vector<std::string>& args) {
   OptionTable table;
   table.add_flag("output", &output, "the trace CSV to write");
   load_run_config(args[0], {args.begin() + 1, args.end()}, config, table);
+  apply_huge_pages(config.driver.huge_pages, /*simulates=*/false);
   print_warnings(config);
   require(!output.empty(), "--output", "the trace CSV to write is required");
   require(config.workload.cancel_fraction == 0, "workload.cancel_fraction",

@@ -35,6 +35,7 @@
 #include "engine/metrics/units.h"
 #include "experiments/cli/command.h"
 #include "experiments/cli/experiment.h"
+#include "experiments/cli/huge_pages.h"
 #include "experiments/cli/measured_table.h"
 #include "experiments/cli/profile_command.h"
 #include "experiments/cli/provenance.h"
@@ -136,6 +137,7 @@ int fidelity_command(const std::vector<std::string>& args) {
   table.add_flag("pin-cpu", &pin_cpu, "run the real runs and the profile on this CPU core only (-1: no pinning)");
   table.add_flag("measured", &measured, "measured serving points (CSV): simulate each and compare");
   load_run_config(args[0], {args.begin() + 1, args.end()}, config, table);
+  apply_huge_pages(config.driver.huge_pages, /*simulates=*/true);
   print_warnings(config);
   if (!measured.empty()) {
     for (const char* flag : {"repeats", "profile-repeats", "pin-cpu"})

@@ -10,6 +10,7 @@
 #include "engine/common/config_error.h"
 #include "experiments/cli/command.h"
 #include "experiments/cli/experiment.h"
+#include "experiments/cli/huge_pages.h"
 #include "experiments/cli/profile_command.h"
 #include "experiments/cli/progress_printer.h"
 #include "sim/executor_profiler.h"
@@ -56,6 +57,7 @@ int profile_command(const std::vector<std::string>& args) {
   table.add_flag("repeats", &repeats, "runs per grid point (median kept)");
   table.add_flag("max-context", &max_context, "largest context on the grid");
   load_run_config(args[0], {args.begin() + 1, args.end()}, config, table);
+  apply_huge_pages(config.driver.huge_pages, /*simulates=*/false);
   print_warnings(config);
   require(repeats >= 1, "--repeats", "must be >= 1");
   if (output.empty()) output = default_output_dir(args[0], table) + "/profile.h5";

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "engine/metrics/results_file.h"
+#include "experiments/cli/huge_pages.h"
 #include "testbed_version.h"
 
 namespace testbed {
@@ -48,6 +49,7 @@ std::string build_commit() { return std::string(TESTBED_GIT_COMMIT) + (TESTBED_G
 
 void write_provenance(ResultsFile& file) {
   file.set_attr("run", "commit", std::string(TESTBED_GIT_COMMIT));
+  file.set_attr("run", "huge_pages", huge_pages_state());
   file.set_attr("run", "dirty", static_cast<double>(TESTBED_GIT_DIRTY));
   file.set_attr("run", "version", std::string(TESTBED_VERSION));
   file.set_attr("run", "command_line", command_line());

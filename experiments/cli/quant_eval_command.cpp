@@ -29,6 +29,7 @@
 #include "engine/model/quantize_weights.h"
 #include "experiments/cli/command.h"
 #include "experiments/cli/experiment.h"
+#include "experiments/cli/huge_pages.h"
 
 namespace fs = std::filesystem;
 
@@ -85,6 +86,7 @@ int quant_eval_command(const std::vector<std::string>& args) {
   table.add_flag("outlier-scale", &outlier_scale, "their norm weight");
   table.add_flag("output", &output, "results directory");
   load_run_config(args[0], {args.begin() + 1, args.end()}, config, table);
+  apply_huge_pages(config.driver.huge_pages, /*simulates=*/false);
   print_warnings(config);
   require(config.executor.kind.name == "cpu", "executor.kind", "quant-eval runs the CPU executor (executor.kind = cpu)");
   require(config.model.precision == "auto", "model.precision", "quant-eval sets the precision itself; leave it auto");

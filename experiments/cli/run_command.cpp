@@ -5,6 +5,7 @@
 
 #include "experiments/cli/command.h"
 #include "experiments/cli/experiment.h"
+#include "experiments/cli/huge_pages.h"
 
 namespace testbed {
 namespace {
@@ -37,6 +38,7 @@ int run_command(const std::vector<std::string>& args) {
   table.add_flag("output", &output_dir, "results directory");
   table.add_flag("overwrite", &overwrite, "replace the results of another config in --output");
   load_run_config(config_path, {args.begin() + 1, args.end()}, config, table);
+  apply_huge_pages(config.driver.huge_pages, /*simulates=*/config.driver_mode() == "simulated");
   print_warnings(config);
   if (output_dir.empty()) output_dir = default_output_dir(config_path, table);
   check_output_dir(output_dir, table, overwrite);  // before the run, not after it

@@ -32,6 +32,9 @@ void RunConfig::bind(OptionTable& t) {
   driver.mode.bind(t);
   semantic_cache.bind(t);  // after the drivers' keys: ingress.* in the order it always had
   t.add("driver.progress", &driver.progress, "auto | on | off: progress line on stderr");
+  t.add("driver.huge_pages", &driver.huge_pages,
+        "auto (for simulations) | on | off: malloc's memory on transparent huge pages (the process executes itself "
+        "again with glibc tunables)");
 
   engine.bind(t);
 
@@ -90,6 +93,8 @@ void RunConfig::validate() const {
           "unknown mode '" + driver.mode.name + "' (known: auto, " + DriverRegistry::instance().names_joined() + ")");
   resolved_driver().validate();
   require(driver.progress == "auto" || driver.progress == "on" || driver.progress == "off", "driver.progress",
+          "must be auto, on or off");
+  require(driver.huge_pages == "auto" || driver.huge_pages == "on" || driver.huge_pages == "off", "driver.huge_pages",
           "must be auto, on or off");
   require(!(executor.kind.name == "sim" && mode != "simulated"), "driver.mode",
           "executor.kind = sim runs only in simulated mode");

@@ -42,6 +42,7 @@ struct DriverSection {
   // "auto": simulated for executor.kind = sim, else realtime.
   Choice<DriverRegistry> mode{"driver.mode", "auto", "what owns time (auto: simulated for the sim executor, else realtime)"};
   std::string progress = "auto";  // auto (on a terminal) | on | off
+  std::string huge_pages = "auto";  // auto (simulations) | on | off: experiments/cli/huge_pages.h
 };
 
 struct OutputSection {

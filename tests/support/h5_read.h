@@ -48,4 +48,15 @@ inline bool same_bits(const std::map<std::string, std::vector<double>>& a, const
   return true;
 }
 
+// A text attribute of a group ("" when it has none of that name).
+inline std::string read_text_attr(const std::filesystem::path& file, const std::string& group, const std::string& name) {
+  H5::H5File f(file.string(), H5F_ACC_RDONLY);
+  H5::Group g = f.openGroup(group);
+  if (!g.attrExists(name)) return "";
+  H5::Attribute a = g.openAttribute(name);
+  std::string v;
+  a.read(a.getStrType(), v);
+  return v;
+}
+
 }  // namespace testbed_test

@@ -14,27 +14,7 @@ namespace {
 
 using testbed_test::Outcome;
 using testbed_test::run_cli;
-
-// Sets an environment variable for the children this test starts (each ctest
-// test is a process of its own), and restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      ::setenv(name_, old_.c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using testbed_test::ScopedEnv;
 
 // A short simulation (the Llama-3.1-8B roofline of sim_speed.ini, 50 requests).
 std::string sim_run(const std::string& name) {
