@@ -1,36 +1,66 @@
 #include "sim/event_loop.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace testbed {
 
 void EventLoop::at(double time, int rank, Handler handler) {
   if (time < now_) throw std::logic_error("EventLoop: an event was scheduled in the past");
-  queue_.push(Event{time, rank, -1, 0, next_seq_++, std::move(handler)});
+  push(Key{time, rank, -1, 0, 0, next_seq_++}, std::move(handler));
 }
 
 void EventLoop::at_owned(double time, int rank, int owner, uint32_t tag, Handler handler) {
-  at_owned_seq(time, rank, next_seq_++, owner, tag, std::move(handler));
+  if (time < now_) throw std::logic_error("EventLoop: an event was scheduled in the past");
+  if (owner < 0) throw std::logic_error("EventLoop: an owned event needs an owner and a taken number");
+  push(Key{time, rank, owner, tag, 0, next_seq_++}, std::move(handler));
 }
 
 void EventLoop::at_owned_seq(double time, int rank, uint64_t seq, int owner, uint32_t tag, Handler handler) {
   if (time < now_) throw std::logic_error("EventLoop: an event was scheduled in the past");
   if (owner < 0 || seq >= next_seq_) throw std::logic_error("EventLoop: an owned event needs an owner and a taken number");
-  queue_.push(Event{time, rank, owner, tag, seq, std::move(handler)});
+  push(Key{time, rank, owner, tag, 0, seq}, std::move(handler));
+}
+
+void EventLoop::push(const Key& key, Handler&& handler) {
+  Key k = key;
+  if (free_slots_.empty()) {
+    k.slot = static_cast<uint32_t>(handlers_.size());
+    handlers_.push_back(std::move(handler));
+  } else {
+    k.slot = free_slots_.back();
+    free_slots_.pop_back();
+    handlers_[k.slot] = std::move(handler);
+  }
+  heap_.push_back(k);
+  std::push_heap(heap_.begin(), heap_.end(), Later());
+}
+
+EventLoop::Key EventLoop::pop_key() {
+  const Key k = heap_[0];
+  std::pop_heap(heap_.begin(), heap_.end(), Later());
+  heap_.pop_back();
+  return k;
+}
+
+EventLoop::Handler EventLoop::take_handler(uint32_t slot) {
+  Handler h = std::move(handlers_[slot]);
+  handlers_[slot] = nullptr;
+  free_slots_.push_back(slot);
+  return h;
 }
 
 EventLoop::Owned EventLoop::take_owned() {
   if (!next_is_owned()) throw std::logic_error("EventLoop::take_owned: the next event has no owner");
-  const Event& ev = queue_.top();
-  const Owned o{ev.time, ev.rank, ev.seq, ev.owner, ev.tag};
-  queue_.pop();
-  return o;
+  const Key k = pop_key();
+  take_handler(k.slot);  // never runs: the caller replays what it stands for
+  return Owned{k.time, k.rank, k.seq, k.owner, k.tag};
 }
 
 bool EventLoop::peek(double& time, int& rank) const {
-  if (queue_.empty()) return false;
-  time = queue_.top().time;
-  rank = queue_.top().rank;
+  if (heap_.empty()) return false;
+  time = heap_[0].time;
+  rank = heap_[0].rank;
   return true;
 }
 
@@ -41,17 +71,17 @@ void EventLoop::replayed(double time) {
 }
 
 bool EventLoop::step() {
-  if (queue_.empty()) return false;
-  // Moving out of top() is safe: the element is popped right after.
-  Event ev = std::move(const_cast<Event&>(queue_.top()));
-  queue_.pop();
+  if (heap_.empty()) return false;
+  const Key ev = pop_key();
+  // Out of the slab before it runs: what it schedules may reuse the slot or grow the slab.
+  const Handler handler = take_handler(ev.slot);
   // Never backwards: one thread's loop is monotone anyway; a fleet on several
   // threads runs late KV events (inserted by a window's replay) after later
   // step ends, and its clock must end where one thread's does.
   if (ev.time > now_) now_ = ev.time;
   ++num_processed_;
   if (lookahead_) {
-    const std::vector<Event>& h = queue_.heap();
+    const std::vector<Key>& h = heap_;
     const int next = h.empty() ? -1 : h[0].owner;
     // The one after the next is the earlier of the root's children.
     int after = -1;
@@ -61,12 +91,12 @@ bool EventLoop::step() {
       after = Later()(h[2], h[1]) ? h[1].owner : h[2].owner;
     lookahead_(lookahead_context_, next, after);
   }
-  ev.handler(ev.time);
+  handler(ev.time);
   return true;
 }
 
 void EventLoop::run_until(double t) {
-  while (!queue_.empty() && queue_.top().time <= t) step();
+  while (!heap_.empty() && heap_[0].time <= t) step();
   if (t > now_) now_ = t;
 }
 

@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <queue>
 #include <vector>
 
 namespace testbed {
@@ -31,7 +30,7 @@ class EventLoop {
   // threads (sim/fleet.h) takes such events out in windows instead (take_owned).
   void at_owned(double time, int rank, int owner, uint32_t tag, Handler handler);
   double now() const { return now_; }
-  bool empty() const { return queue_.empty(); }
+  bool empty() const { return heap_.empty(); }
   // Called by step() before each event runs, with the owners of the event
   // that comes next after it and of the one after that (-1: none, or not
   // owned), so a fleet can start loading their state while this one runs (a
@@ -60,7 +59,7 @@ class EventLoop {
     int owner;
     uint32_t tag;
   };
-  bool next_is_owned() const { return !queue_.empty() && queue_.top().owner >= 0; }
+  bool next_is_owned() const { return !heap_.empty() && heap_[0].owner >= 0; }
   // Pops the next event (owned) without running it; replayed() or skipped() counts it.
   Owned take_owned();
   // The loop's order: event a (time, rank, seq) runs after event b.
@@ -85,25 +84,31 @@ class EventLoop {
   }
 
  private:
-  struct Event {
+  // The heap holds small, trivially copied keys; the handlers wait in a slab
+  // beside it, moved once in and once out. A heap of events holding their
+  // std::function moved each handler at every level a sift passed (a call
+  // through its manager each time), about 250 instructions an event.
+  struct Key {
     double time;
     int rank;
     int owner;  // -1: none
     uint32_t tag;
+    uint32_t slot;  // its handler in handlers_
     uint64_t seq;
-    Handler handler;
   };
   struct Later {
-    bool operator()(const Event& a, const Event& b) const {
+    bool operator()(const Key& a, const Key& b) const {
       return runs_after(a.time, a.rank, a.seq, b.time, b.rank, b.seq);
     }
   };
-  // A priority queue whose heap can be read: the next two events after the
-  // top are its root's children.
-  struct Queue : std::priority_queue<Event, std::vector<Event>, Later> {
-    const std::vector<Event>& heap() const { return c; }
-  };
-  Queue queue_;
+  void push(const Key& key, Handler&& handler);
+  // Removes the next event's key from the heap (not empty) and returns it; its handler stays in its slot.
+  Key pop_key();
+  Handler take_handler(uint32_t slot);
+
+  std::vector<Key> heap_;  // a binary heap under Later: the next event at heap_[0]
+  std::vector<Handler> handlers_;
+  std::vector<uint32_t> free_slots_;
   Lookahead lookahead_ = nullptr;
   void* lookahead_context_ = nullptr;
   double now_ = 0.0;
