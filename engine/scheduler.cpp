@@ -180,10 +180,11 @@ void Scheduler::schedule(double now, Batch& batch) {
 int Scheduler::schedule_running(Batch& batch, int& budget, bool decode_pass, double now) {
   int num_other = 0;
   constexpr size_t kAhead = 6;
-  if (decode_pass)
+  const bool ahead = decode_pass && load_ahead_;
+  if (ahead)
     for (size_t i = 0; i < std::min(kAhead, running_.size()); ++i) prefetch_sequence(running_[i].get());
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
-    if (decode_pass && i + kAhead < running_.size()) prefetch_sequence(running_[i + kAhead].get());
+    if (ahead && i + kAhead < running_.size()) prefetch_sequence(running_[i + kAhead].get());
     if (scheduled_[i]) continue;
     Sequence& seq = *running_[i];
     if (decode_pass != seq.is_decoding()) {
@@ -344,29 +345,30 @@ void Scheduler::postprocess(const Batch& batch, const StepResult& result, double
   // A sequence whose step fills a block commits it: where its hash is kept
   // is loaded with the token's place, then its cache-table slot (kNear ahead).
   constexpr size_t kAhead = 12, kNear = 3;
-  for (size_t k = 0; k < std::min(kAhead, num_items); ++k) prefetch_sequence(items[k].seq);
+  const size_t ahead_end = load_ahead_ ? num_items : 0;  // none for a lone instance (set_load_ahead)
+  for (size_t k = 0; k < std::min(kAhead, ahead_end); ++k) prefetch_sequence(items[k].seq);
   for (size_t k = 0; k < num_items; ++k) {
-    if (k + kAhead < num_items) prefetch_sequence(items[k + kAhead].seq);
-    if (k + kAhead / 2 < num_items) {
+    if (k + kAhead < ahead_end) prefetch_sequence(items[k + kAhead].seq);
+    if (k + kAhead / 2 < ahead_end) {
       const ScheduledSeq& ahead = items[k + kAhead / 2];
       const std::vector<int32_t>& t = ahead.seq->tokens();
       __builtin_prefetch(t.data() + t.size(), 1);
       kv_.prefetch_commit_data(*ahead.seq, ahead.seq->num_computed_tokens + ahead.num_new);
     }
-    if (k + kNear < num_items) {
+    if (k + kNear < ahead_end) {
       const ScheduledSeq& near = items[k + kNear];
       if (near.num_draft == 0) kv_.prefetch_commit_slot(*near.seq, near.seq->num_computed_tokens + near.num_new);
     }
     const ScheduledSeq& item = items[k];
     Sequence& seq = *item.seq;
-    SeqOutcome o;
+    SeqOutcome& o = outs[k];  // filled in place: building one aside and copying it cost more than the rest
+    o = SeqOutcome();
     o.seq = &seq;
     const int n = offsets[k + 1] - offsets[k];
     if (!item.samples()) {
       if (n != 0) contract_error(seq, "tokens returned for an item that does not sample");
       seq.num_computed_tokens += item.num_new;
       kv_.commit_full_blocks(seq);
-      outs[k] = o;
       continue;
     }
     const int32_t* tokens = all_tokens + offsets[k];
@@ -414,7 +416,6 @@ void Scheduler::postprocess(const Batch& batch, const StepResult& result, double
     } else if (any_drafts && result.num_drafts(static_cast<int>(k)) > 0) {
       seq.set_draft_tokens(result.drafts_of(static_cast<int>(k)), result.num_drafts(static_cast<int>(k)));
     }
-    outs[k] = o;
   }
   if (!any_left) return;
   // Finished sequences outlive this call until the next schedule(), so the

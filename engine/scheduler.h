@@ -81,6 +81,12 @@ class Scheduler {
   // after its first token (StepOutcome::handed_off) instead of decoding here.
   void set_hand_off_after_prefill(bool on) { hand_off_after_prefill_ = on; }
   bool hands_off_after_prefill() const { return hand_off_after_prefill_; }
+  // Whether schedule() and postprocess() load the batch's sequences a few
+  // items ahead (on: the default, for an engine among others whose steps
+  // push its state out of the cache). A lone simulated instance turns it
+  // off: its sequences stay in the cache, and the loads cost a seventh of
+  // post-processing's instructions for nothing. Results are the same either way.
+  void set_load_ahead(bool on) { load_ahead_ = on; }
   // Where this engine's scheduler.* and cache.* keys live, for errors ("pool.decode." in a pool).
   void set_key_prefix(std::string prefix) { key_prefix_ = std::move(prefix); }
 
@@ -141,6 +147,7 @@ class Scheduler {
   int max_model_len_;
   int watermark_blocks_ = 0;
   bool hand_off_after_prefill_ = false;
+  bool load_ahead_ = true;
   std::string key_prefix_;
   std::unique_ptr<SchedulingPolicy> policy_;
   SequenceQueue waiting_;

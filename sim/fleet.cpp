@@ -194,7 +194,10 @@ SimulationStats Fleet::run(RequestSource& source, const ProgressFn& progress) {
       report_scale(k, 0.0, pools_[p]->spec.autoscale.initial_for(size), 0.0, AutoscaleSignals{});  // the start
       loop_.at(pools_[p]->spec.autoscale.interval_s, kRankControl, [this, k](double t) { evaluate(k, t); });
     }
-  if (instances_.size() > 1) loop_.set_lookahead(&Fleet::lookahead, this);  // one instance stays in the cache
+  if (instances_.size() > 1)
+    loop_.set_lookahead(&Fleet::lookahead, this);
+  else if (instances_.size() == 1)
+    instances_[0]->engine->scheduler().set_load_ahead(false);  // one instance stays in the cache
   if (options_.threads > 1)
     run_windows();
   else

@@ -349,3 +349,56 @@ TEST_CASE("an admission watermark keeps room for running sequences to grow", "[s
   CHECK(preemptions[0.0] > 0);
   CHECK(preemptions[0.1] < preemptions[0.0]);
 }
+
+TEST_CASE("loading sequences ahead or not changes no step, token or record", "[scheduler][load_ahead]") {
+  // set_load_ahead(false) (a lone simulated instance) only drops cache hints:
+  // the same requests, with prefix hits and preemptions, give the same steps,
+  // outputs, records and KV events either way.
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    EngineConfig cfg;
+    cfg.scheduler.max_num_seqs = 24;
+    cfg.scheduler.max_batch_tokens = 192;
+    cfg.scheduler.chunk_size = 64;
+    cfg.cache.block_size = 4;
+    cfg.max_model_len = 1024;
+    std::vector<Request> reqs;
+    Rng rng(seed);
+    const std::vector<int32_t> shared = random_tokens(rng, 40, 1000);
+    for (int i = 0; i < 80; ++i) {
+      Request r;
+      r.id = i;
+      r.arrival_s = 0.002 * i;
+      r.prompt = shared;
+      const std::vector<int32_t> own = random_tokens(rng, 1 + static_cast<int>(rng.below(60)), 1000);
+      r.prompt.insert(r.prompt.end(), own.begin(), own.end());
+      r.max_output_tokens = 1 + static_cast<int>(rng.below(40));
+      reqs.push_back(r);
+    }
+    RunRecorder on(true, true), off(true, true);
+    auto a = sim_engine(cfg, /*num_blocks=*/90, &on);  // small: preemptions and evictions
+    auto b = sim_engine(cfg, /*num_blocks=*/90, &off);
+    b->scheduler().set_load_ahead(false);
+    std::vector<std::vector<std::pair<int64_t, int>>> steps_a, steps_b;
+    auto log = [](std::vector<std::vector<std::pair<int64_t, int>>>& steps) {
+      return [&steps](Engine&, const Batch& batch) {
+        steps.emplace_back();
+        for (const ScheduledSeq& item : batch.items) steps.back().emplace_back(item.seq->id(), item.num_new);
+      };
+    };
+    run_virtual(*a, reqs, 0.01, log(steps_a));
+    run_virtual(*b, reqs, 0.01, log(steps_b));
+    INFO("seed " << seed);
+    CHECK(steps_a == steps_b);
+    CHECK(outputs_by_id(on) == outputs_by_id(off));
+    REQUIRE(on.requests().size() == off.requests().size());
+    for (size_t i = 0; i < on.requests().size(); ++i) {
+      CHECK(on.requests()[i].id == off.requests()[i].id);
+      CHECK(on.requests()[i].first_token_s == off.requests()[i].first_token_s);
+      CHECK(on.requests()[i].cached_tokens == off.requests()[i].cached_tokens);
+      CHECK(on.requests()[i].preemptions == off.requests()[i].preemptions);
+    }
+    CHECK(on.num_blocks_stored() == off.num_blocks_stored());
+    CHECK(on.num_blocks_removed() == off.num_blocks_removed());
+    CHECK(on.num_blocks_stored() > 0);
+  }
+}
