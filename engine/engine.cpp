@@ -122,39 +122,47 @@ void Engine::end_step(const StepPlan& plan, const StepResult& result, double end
   // Tokens reach clients when the front end has passed them on (engine/frontend.h).
   const double visible_s = frontend_.visible_s(plan.start_s, end_s);
   scheduler_.postprocess(plan.batch, result, visible_s, out);
-  if (sink_)
-    for (const SeqOutcome& o : out.seqs) {
-      if (o.num_appended > 0) {
-        if (o.first_token)
-          sink_->on_first_token(instance_, *o.seq, visible_s);
-        else
-          sink_->on_token(instance_, *o.seq, visible_s, visible_s - o.previous_token_s);
-      }
-      if (o.finished) sink_->on_finish(instance_, *o.seq, visible_s);
-      if (o.cancelled) sink_->on_cancel(instance_, *o.seq, visible_s, CancelReason::Tokens);
-    }
-  publish_kv_events();
-  if (sink_) {
-    StepRecord rec;
-    rec.instance = instance_;
-    rec.start_s = plan.start_s;
-    rec.duration_s = end_s - plan.start_s;
-    rec.num_seqs = plan.batch.num_seqs();
-    rec.prefill_tokens = plan.batch.num_prefill_tokens;
-    rec.decode_tokens = plan.batch.num_decode_tokens;
-    rec.kv_blocks_used = kv_.num_used_blocks();
-    rec.kv_block_size = kv_.block_size();
-    rec.kv_tokens = scheduler_.num_running_tokens();
-    rec.num_preempted = static_cast<int>(plan.batch.preempted.size());
-    rec.num_waiting = scheduler_.num_waiting();
-    rec.num_running = scheduler_.num_running();
-    for (const SeqOutcome& o : out.seqs) {
-      rec.draft_tokens += o.num_draft;
-      rec.accepted_tokens += o.num_accepted;
-      if (o.num_appended > 0 && !o.first_token) ++rec.decode_items, rec.decode_appended += o.num_appended;
-    }
-    sink_->on_step(rec);
+  if (!sink_) {
+    publish_kv_events();
+    return;
   }
+  // One pass over the outcomes: what the sink hears per sequence, and the step's counts.
+  // (Counted in locals: the record's own fields were stored and reloaded around every sink call.)
+  int draft_tokens = 0, accepted_tokens = 0, decode_items = 0, decode_appended = 0;
+  for (const SeqOutcome& o : out.seqs) {
+    if (o.num_appended > 0) {
+      if (o.first_token) {
+        sink_->on_first_token(instance_, *o.seq, visible_s);
+      } else {
+        sink_->on_token(instance_, *o.seq, visible_s, visible_s - o.previous_token_s);
+        ++decode_items;
+        decode_appended += o.num_appended;
+      }
+    }
+    draft_tokens += o.num_draft;
+    accepted_tokens += o.num_accepted;
+    if (o.finished) sink_->on_finish(instance_, *o.seq, visible_s);
+    if (o.cancelled) sink_->on_cancel(instance_, *o.seq, visible_s, CancelReason::Tokens);
+  }
+  publish_kv_events();
+  StepRecord rec;
+  rec.draft_tokens = draft_tokens;
+  rec.accepted_tokens = accepted_tokens;
+  rec.decode_items = decode_items;
+  rec.decode_appended = decode_appended;
+  rec.instance = instance_;
+  rec.start_s = plan.start_s;
+  rec.duration_s = end_s - plan.start_s;
+  rec.num_seqs = plan.batch.num_seqs();
+  rec.prefill_tokens = plan.batch.num_prefill_tokens;
+  rec.decode_tokens = plan.batch.num_decode_tokens;
+  rec.kv_blocks_used = kv_.num_used_blocks();
+  rec.kv_block_size = kv_.block_size();
+  rec.kv_tokens = scheduler_.num_running_tokens();
+  rec.num_preempted = static_cast<int>(plan.batch.preempted.size());
+  rec.num_waiting = scheduler_.num_waiting();
+  rec.num_running = scheduler_.num_running();
+  sink_->on_step(rec);
 }
 
 bool Engine::begin_import(HandOff& h, KvImport& plan) {

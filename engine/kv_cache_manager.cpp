@@ -289,6 +289,13 @@ void KvCacheManager::take_free_blocks(std::vector<int32_t>& table, int n) {
     }
 }
 
+__attribute__((always_inline)) inline void KvCacheManager::evict(int b, uint64_t hash) {
+  Block& block = blocks_[b];
+  cached_.erase(hash);
+  block.has_hash = false;
+  publish(KvEvent::Kind::BlockRemoved, hash, 0, 0, block.first_block);
+}
+
 __attribute__((always_inline)) inline int KvCacheManager::take_free_block() {
   int b = -1;
   uint64_t hash = 0;
@@ -326,13 +333,6 @@ void KvCacheManager::touch(int b) {
   ++blocks_[b].ref_count;
 }
 
-void KvCacheManager::evict(int b, uint64_t hash) {
-  Block& block = blocks_[b];
-  cached_.erase(hash);
-  block.has_hash = false;
-  publish(KvEvent::Kind::BlockRemoved, hash, 0, 0, block.first_block);
-}
-
 void KvCacheManager::compact(std::vector<FreeEntry>& part, size_t head) {
   size_t out = 0;
   for (size_t i = head; i < part.size(); ++i)
@@ -340,28 +340,21 @@ void KvCacheManager::compact(std::vector<FreeEntry>& part, size_t head) {
   part.resize(out);
 }
 
-void KvCacheManager::push_free_back(int b, uint64_t hash) {
+void KvCacheManager::make_room_back() {
   // When the array is full, drop what is dead or taken if that is a quarter
   // of it or more (each drop then pays for itself), else grow by a quarter:
   // at most 4/3 of the live entries fill it, so it holds at most 5/3 of the
   // block count (a fleet keeps one per instance).
-  if (free_back_.size() == free_back_.capacity()) {
-    if ((back_head_ + num_back_dead_) * 4 >= free_back_.size()) {
-      if (num_back_dead_ == 0)  // only taken entries before the head: no record to read
-        free_back_.erase(free_back_.begin(), free_back_.begin() + static_cast<std::ptrdiff_t>(back_head_));
-      else
-        compact(free_back_, back_head_);
-      back_head_ = 0;
-      num_back_dead_ = 0;
-    } else {
-      free_back_.reserve(free_back_.size() + free_back_.size() / 4 + 16);
-    }
+  if ((back_head_ + num_back_dead_) * 4 >= free_back_.size()) {
+    if (num_back_dead_ == 0)  // only taken entries before the head: no record to read
+      free_back_.erase(free_back_.begin(), free_back_.begin() + static_cast<std::ptrdiff_t>(back_head_));
+    else
+      compact(free_back_, back_head_);
+    back_head_ = 0;
+    num_back_dead_ = 0;
+  } else {
+    free_back_.reserve(free_back_.size() + free_back_.size() / 4 + 16);
   }
-  Block& block = blocks_[b];
-  block.in_free_list = true;
-  block.in_back = true;
-  free_back_.push_back({b, ++block.free_gen, hash});
-  ++num_free_;
 }
 
 void KvCacheManager::push_free_front(int b) {

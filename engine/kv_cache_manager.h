@@ -227,7 +227,17 @@ class KvCacheManager {
   void take_free_blocks(std::vector<int32_t>& table, int n);
   void touch(int block);
   void evict(int block, uint64_t hash);
-  void push_free_back(int block, uint64_t hash);
+  // Inline: it runs for every block a finished sequence returns; the rare
+  // full array goes to make_room_back.
+  void push_free_back(int block, uint64_t hash) {
+    if (free_back_.size() == free_back_.capacity()) make_room_back();
+    Block& b = blocks_[block];
+    b.in_free_list = true;
+    b.in_back = true;
+    free_back_.push_back({block, ++b.free_gen, hash});
+    ++num_free_;
+  }
+  void make_room_back();
   void push_free_front(int block);
   void unlink_free(int block);
   // Drops the dead entries (and the taken ones before `head`) of a part, keeping the order.

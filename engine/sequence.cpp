@@ -33,6 +33,10 @@ const std::vector<uint64_t>& Sequence::extend_block_hashes(int block_size) {
     block_hashes_.clear();
     hashed_block_size_ = block_size;
   }
+  // Room for every block the sequence can fill, prompt and output, at once:
+  // grown by push_back, a prompt's hashes were copied several times over.
+  const size_t most = static_cast<size_t>(num_prompt_tokens_ + std::max(max_output_tokens_, 0)) / block_size;
+  if (block_hashes_.capacity() < most) block_hashes_.reserve(most);
   testbed::extend_block_hashes(block_hashes_, tokens_, block_size, request_.cache_salt);
   return block_hashes_;
 }

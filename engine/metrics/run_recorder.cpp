@@ -168,7 +168,14 @@ void RunRecorder::set_ingress_seconds(const std::vector<std::pair<int64_t, doubl
 void RunRecorder::on_kv_event(int, const KvEvent& event) { add_kv_event(event.kind); }
 
 void RunRecorder::on_kv_events(int, const KvEvent* events, size_t n) {
-  for (size_t i = 0; i < n; ++i) add_kv_event(events[i].kind);
+  // Counted in locals (two events per block of a prompt).
+  int64_t stored = 0, removed = 0;
+  for (size_t i = 0; i < n; ++i) {
+    stored += events[i].kind == KvEvent::Kind::BlockStored;
+    removed += events[i].kind == KvEvent::Kind::BlockRemoved;
+  }
+  num_blocks_stored_ += stored;
+  num_blocks_removed_ += removed;
 }
 
 void RunRecorder::add_kv_event(KvEvent::Kind kind) {
