@@ -84,8 +84,9 @@ class Scheduler {
   // Whether schedule() and postprocess() load the batch's sequences a few
   // items ahead (on: the default, for an engine among others whose steps
   // push its state out of the cache). A lone simulated instance turns it
-  // off: its sequences stay in the cache, and the loads cost a seventh of
-  // post-processing's instructions for nothing. Results are the same either way.
+  // off: its sequences stay in the cache, and computing what to load cost 94M
+  // of the Azure trace's 3,914M instructions (cachegrind) for nothing.
+  // Results are the same either way.
   void set_load_ahead(bool on) { load_ahead_ = on; }
   // Where this engine's scheduler.* and cache.* keys live, for errors ("pool.decode." in a pool).
   void set_key_prefix(std::string prefix) { key_prefix_ = std::move(prefix); }

@@ -11,12 +11,14 @@ void EventLoop::at(double time, int rank, Handler handler) {
 }
 
 void EventLoop::at_owned(double time, int rank, int owner, uint32_t tag, Handler handler) {
-  if (time < now_) throw std::logic_error("EventLoop: an event was scheduled in the past");
-  if (owner < 0) throw std::logic_error("EventLoop: an owned event needs an owner and a taken number");
-  push(Key{time, rank, owner, tag, 0, next_seq_++}, std::move(handler));
+  push_owned(time, rank, next_seq_++, owner, tag, std::move(handler));
 }
 
 void EventLoop::at_owned_seq(double time, int rank, uint64_t seq, int owner, uint32_t tag, Handler handler) {
+  push_owned(time, rank, seq, owner, tag, std::move(handler));
+}
+
+void EventLoop::push_owned(double time, int rank, uint64_t seq, int owner, uint32_t tag, Handler&& handler) {
   if (time < now_) throw std::logic_error("EventLoop: an event was scheduled in the past");
   if (owner < 0 || seq >= next_seq_) throw std::logic_error("EventLoop: an owned event needs an owner and a taken number");
   push(Key{time, rank, owner, tag, 0, seq}, std::move(handler));

@@ -102,6 +102,8 @@ class EventLoop {
     }
   };
   void push(const Key& key, Handler&& handler);
+  // at_owned and at_owned_seq: checked, and the handler moved on, not copied through.
+  void push_owned(double time, int rank, uint64_t seq, int owner, uint32_t tag, Handler&& handler);
   // Removes the next event's key from the heap (not empty) and returns it; its handler stays in its slot.
   Key pop_key();
   Handler take_handler(uint32_t slot);
