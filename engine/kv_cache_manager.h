@@ -223,6 +223,8 @@ class KvCacheManager {
   // the hashes at the same places in `hashes`.
   void release_blocks(const std::vector<int32_t>& table, const std::vector<uint64_t>& hashes);
   int take_free_block();
+  // Takes the free block b (its entry already off the list), with one reference.
+  void claim(int b, uint64_t hash);
   // Takes n blocks off the free list (n <= num_free_) onto the end of table, each with one reference.
   void take_free_blocks(std::vector<int32_t>& table, int n);
   void touch(int block);
