@@ -40,7 +40,7 @@ class FlatHashMap64 {
   // The value of `key`, inserted default-constructed when absent.
   V& operator[](uint64_t key) {
     if (V* v = find(key)) return *v;
-    if ((size_ + 1) * 10 > slots_.size() * 7) rehash(slots_.size() * 2);
+    if (size_ >= max_size_) rehash(slots_.size() * 2);
     size_t i = key & mask_;
     while (slots_[i].key != kEmpty) i = (i + 1) & mask_;
     slots_[i].key = key;
@@ -55,7 +55,7 @@ class FlatHashMap64 {
     size_t i = key & mask_;
     for (; slots_[i].key != kEmpty; i = (i + 1) & mask_)
       if (slots_[i].key == key) return false;
-    if ((size_ + 1) * 10 > slots_.size() * 7) {  // grows exactly when operator[] would
+    if (size_ >= max_size_) {  // grows exactly when operator[] would
       rehash(slots_.size() * 2);
       for (i = key & mask_; slots_[i].key != kEmpty;) i = (i + 1) & mask_;
     }
@@ -118,6 +118,8 @@ class FlatHashMap64 {
     std::vector<Slot> old_slots(capacity, Slot{kEmpty, V()});
     old_slots.swap(slots_);
     mask_ = capacity - 1;
+    // The most entries before it grows: (size + 1) * 10 > capacity * 7 once size reaches this.
+    max_size_ = capacity * 7 / 10;
     size_ = 0;
     for (const Slot& slot : old_slots)
       if (slot.key != kEmpty) (*this)[slot.key] = slot.value;
@@ -126,6 +128,7 @@ class FlatHashMap64 {
   std::vector<Slot> slots_;
   size_t size_ = 0;
   size_t mask_ = 0;
+  size_t max_size_ = 0;  // grows before inserting past this (70% of the slots)
 };
 
 }  // namespace testbed
