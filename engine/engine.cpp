@@ -158,7 +158,7 @@ void Engine::end_step(const StepPlan& plan, const StepResult& result, double end
   rec.decode_tokens = plan.batch.num_decode_tokens;
   rec.kv_blocks_used = kv_.num_used_blocks();
   rec.kv_block_size = kv_.block_size();
-  rec.kv_tokens = scheduler_.num_running_tokens();
+  rec.kv_tokens = scheduler_.num_running_tokens_after_step();
   rec.num_preempted = static_cast<int>(plan.batch.preempted.size());
   rec.num_waiting = scheduler_.num_waiting();
   rec.num_running = scheduler_.num_running();

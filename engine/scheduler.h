@@ -93,6 +93,12 @@ class Scheduler {
 
   // KV tokens the running sequences hold (their computed tokens).
   int64_t num_running_tokens() const;
+  // The same, right after postprocess() (before anything else changes the
+  // running sequences): summed there when the batch held every running
+  // sequence, which spares a pass over them all (in a fleet, cold ones).
+  int64_t num_running_tokens_after_step() const {
+    return step_running_tokens_ >= 0 ? step_running_tokens_ : num_running_tokens();
+  }
   // Loads what the next schedule() and postprocess() read first (the
   // running list, the policy): a large fleet's instance is out of the cache
   // by its next step (engine/common/load_ahead.h). Changes nothing.
@@ -160,6 +166,7 @@ class Scheduler {
   std::priority_queue<std::pair<double, int64_t>, std::vector<std::pair<double, int64_t>>, std::greater<>> deadlines_;
   int64_t num_cancelled_ = 0;
   std::vector<char> scheduled_;  // per running index, during schedule()
+  int64_t step_running_tokens_ = -1;  // postprocess's sum (-1: the batch missed a running sequence)
   int64_t num_preemptions_ = 0;
   PrefixHit hit_;  // admit_waiting's prefix lookup, its array kept from one admission to the next
 };

@@ -1,5 +1,6 @@
 // Scheduler: batch limits, chunking, preemption, conservation and prefix-hit
 // accounting, driven by the simulated executor on a virtual clock.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
@@ -53,6 +54,9 @@ TEST_CASE("every step respects max_num_seqs and max_batch_tokens and chunk_size"
     }
     INFO("seed " << seed);
     run_virtual(*engine, reqs, 0.01, [&](Engine& e, const Batch& b) {
+      // The step's KV tokens (summed by post-processing when the batch held
+      // every running sequence) match a count over the running list.
+      REQUIRE(rec.steps().back().kv_tokens == e.scheduler().num_running_tokens());
       REQUIRE(b.num_seqs() <= cfg.scheduler.max_num_seqs);
       REQUIRE(b.num_tokens() <= cfg.scheduler.max_batch_tokens);
       for (const ScheduledSeq& item : b.items) {
@@ -68,6 +72,50 @@ TEST_CASE("every step respects max_num_seqs and max_batch_tokens and chunk_size"
     CHECK(engine->kv_cache().num_used_blocks() == 0);
     CHECK(engine->kv_cache().check_invariants({}).empty());
   }
+}
+
+TEST_CASE("a step's KV tokens count the running sequences its batch left out", "[scheduler]") {
+  // Proposed tokens ride along while the budget allows (8 tokens a step, 4
+  // proposed per decoding sequence), so with several sequences decoding the
+  // first ones' drafts leave the others out of the step. With one or two,
+  // the batch holds every running sequence; post-processing sums the tokens
+  // only then, and the record's count must be the running list's either way.
+  EngineConfig cfg;
+  cfg.scheduler.max_num_seqs = 16;
+  cfg.scheduler.max_batch_tokens = 8;
+  cfg.cache.block_size = 4;
+  cfg.max_model_len = 1024;
+  RunRecorder rec;
+  CostModelConfig cm;
+  const ModelConfig model = micro_model(1000);
+  SimSpeculation spec;
+  spec.num_tokens = 4;
+  spec.acceptance = 0.6;
+  spec.seed = 3;
+  Engine engine(0, cfg, 200, std::make_unique<SimExecutor>(make_cost_model(cm, model), 1000, spec), &rec);
+  Rng rng(5);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 10; ++i) {
+    Request r;
+    r.id = i;
+    r.arrival_s = i < 6 ? 0.0 : 1.0 + 0.5 * i;  // six at once, then one at a time
+    r.prompt = random_tokens(rng, 5 + i, 1000);
+    r.max_output_tokens = 12 + i % 3;
+    reqs.push_back(r);
+  }
+  int whole = 0, partial = 0;
+  run_virtual(engine, reqs, 0.01, [&](Engine& e, const Batch& b) {
+    REQUIRE(rec.steps().back().kv_tokens == e.scheduler().num_running_tokens());
+    bool left_out = false;
+    for (const Sequence* s : e.scheduler().live_sequences())
+      if (s->status == SeqStatus::Running &&
+          std::none_of(b.items.begin(), b.items.end(), [&](const ScheduledSeq& i) { return i.seq == s; }))
+        left_out = true;
+    ++(left_out ? partial : whole);
+  });
+  REQUIRE(rec.num_finished() == 10);
+  CHECK(whole > 0);
+  CHECK(partial > 0);
 }
 
 TEST_CASE("a small KV cache forces preemption and every request still finishes", "[scheduler][preemption]") {
