@@ -165,7 +165,11 @@ class Scheduler {
   // an entry whose sequence has left is dropped when it comes up.
   std::priority_queue<std::pair<double, int64_t>, std::vector<std::pair<double, int64_t>>, std::greater<>> deadlines_;
   int64_t num_cancelled_ = 0;
-  std::vector<char> scheduled_;  // per running index, during schedule()
+  // Per running index, during schedule(): whether this step scheduled it. Not
+  // char: a store through a char may alias anything, so each one made the
+  // scheduling loop reload every vector it reads.
+  enum class Mark : uint8_t { No, Yes };
+  std::vector<Mark> scheduled_;
   int64_t step_running_tokens_ = -1;  // postprocess's sum (-1: the batch missed a running sequence)
   int64_t num_preemptions_ = 0;
   PrefixHit hit_;  // admit_waiting's prefix lookup, its array kept from one admission to the next
