@@ -208,8 +208,8 @@ class KvCacheManager {
   // records, so their hashes and table slots can be loaded ahead. A block
   // leaving the middle (a prefix hit) leaves its entry behind, dead: an
   // entry is live while its block is free and was freed with that
-  // generation; dead entries are skipped, and dropped when a full array is
-  // a quarter dead (the front) or half dead or taken (the back).
+  // generation; dead entries are skipped, and dropped when a quarter of an
+  // array is dead or taken.
   struct FreeEntry {
     int32_t block;
     uint32_t gen;
