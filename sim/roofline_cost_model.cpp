@@ -128,14 +128,7 @@ RooflineCostModel::AttentionSums RooflineCostModel::attention_sums(const StepSha
     (q.is_decode ? decode_flops : prefill_flops) += flops;
     (q.is_decode ? decode_bytes : prefill_bytes) += bytes;
   }
-  AttentionSums a;
-  a.tokens = tokens;
-  a.rows = rows;
-  a.prefill_flops = prefill_flops;
-  a.prefill_bytes = prefill_bytes;
-  a.decode_flops = decode_flops;
-  a.decode_bytes = decode_bytes;
-  return a;
+  return AttentionSums{tokens, rows, prefill_flops, prefill_bytes, decode_flops, decode_bytes};
 }
 
 double RooflineCostModel::fill_dense_ops(double T, double rows, StepCost& cost) const {
