@@ -231,7 +231,6 @@ bool KvCacheManager::import_blocks(Sequence& seq, const KvExport& from, KvImport
   for (int i = 0; i < reused; ++i) touch(seq.block_table[i]);
   for (int i = reused; i < total; ++i) {
     const int b = take_free_block();
-    blocks_[b].ref_count = 1;
     seq.block_table.push_back(b);
     plan.source_blocks.push_back(from.blocks[i]);
     plan.dest_blocks.push_back(b);
@@ -295,27 +294,25 @@ void KvCacheManager::take_free_blocks(std::vector<int32_t>& table, int n) {
     out[taken++] = e.block;
     claim(e.block, e.hash);
   }
-  if (taken < n) {
-    // The live entries left, num_free_ of them, all lie in [head, size) now.
-    while (taken < n) {
-      if (ahead) {
-        if (head + kFar < size) __builtin_prefetch(&blocks_[back[head + kFar].block], 1);
-        if (head + kNear < size) cached_.prefetch(back[head + kNear].hash);
-      }
-      const FreeEntry e = back[head++];
-      if (!is_live(e)) {
-        --num_back_dead_;
-        continue;
-      }
-      out[taken++] = e.block;
-      claim(e.block, e.hash);
+  // The live entries left, num_free_ of them, all lie in [head, size) now.
+  while (taken < n) {
+    if (ahead) {
+      if (head + kFar < size) __builtin_prefetch(&blocks_[back[head + kFar].block], 1);
+      if (head + kNear < size) cached_.prefetch(back[head + kNear].hash);
     }
-    if (head == size) {
-      free_back_.clear();
-      head = 0;
+    const FreeEntry e = back[head++];
+    if (!is_live(e)) {
+      --num_back_dead_;
+      continue;
     }
-    back_head_ = head;
+    out[taken++] = e.block;
+    claim(e.block, e.hash);
   }
+  if (head == size) {
+    free_back_.clear();
+    head = 0;
+  }
+  back_head_ = head;
   // The next take (often one block, for a decode step a few sequences on)
   // finds the new head's record and table slot loaded.
   if (prefix_cache_) {
@@ -333,6 +330,14 @@ __attribute__((always_inline)) inline void KvCacheManager::evict(int b, uint64_t
   cached_.erase(hash);
   block.has_hash = false;
   publish(KvEvent::Kind::BlockRemoved, hash, 0, 0, block.first_block);
+}
+
+__attribute__((always_inline)) inline void KvCacheManager::claim(int b, uint64_t hash) {
+  Block& block = blocks_[b];
+  block.in_free_list = false;
+  --num_free_;
+  if (block.has_hash) evict(b, hash);
+  block.ref_count = 1;
 }
 
 __attribute__((always_inline)) inline int KvCacheManager::take_free_block() {
@@ -361,18 +366,8 @@ __attribute__((always_inline)) inline int KvCacheManager::take_free_block() {
     free_back_.clear();
     back_head_ = 0;
   }
-  blocks_[b].in_free_list = false;
-  --num_free_;
-  if (blocks_[b].has_hash) evict(b, hash);
+  claim(b, hash);
   return b;
-}
-
-__attribute__((always_inline)) inline void KvCacheManager::claim(int b, uint64_t hash) {
-  Block& block = blocks_[b];
-  block.in_free_list = false;
-  --num_free_;
-  if (block.has_hash) evict(b, hash);
-  block.ref_count = 1;
 }
 
 void KvCacheManager::touch(int b) {

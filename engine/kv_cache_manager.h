@@ -222,6 +222,7 @@ class KvCacheManager {
   // Drops a reference to each block of `table`, whose cached blocks have
   // the hashes at the same places in `hashes`.
   void release_blocks(const std::vector<int32_t>& table, const std::vector<uint64_t>& hashes);
+  // Takes the free list's head, with one reference.
   int take_free_block();
   // Takes the free block b (its entry already off the list), with one reference.
   void claim(int b, uint64_t hash);

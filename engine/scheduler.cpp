@@ -356,7 +356,6 @@ void Scheduler::postprocess(const Batch& batch, const StepResult& result, double
   // A sequence whose step fills a block commits it: where its hash is kept
   // is loaded with the token's place, then its cache-table slot (kNear ahead).
   constexpr size_t kAhead = 12, kNear = 3;
-  const size_t ahead_end = load_ahead_ ? num_items : 0;  // none for a lone instance (set_load_ahead)
   // One item's post-processing; the loads ahead run in a loop of their own
   // (a lone instance's checks for them were 1.4% of the Azure trace's
   // instructions, cachegrind).
@@ -422,19 +421,19 @@ void Scheduler::postprocess(const Batch& batch, const StepResult& result, double
       kept_tokens += seq.num_computed_tokens;
     }
   };
-  if (ahead_end == 0) {
+  if (!load_ahead_) {  // a lone instance (set_load_ahead)
     for (size_t k = 0; k < num_items; ++k) process(k);
   } else {
-    for (size_t k = 0; k < std::min(kAhead, ahead_end); ++k) prefetch_sequence(items[k].seq);
+    for (size_t k = 0; k < std::min(kAhead, num_items); ++k) prefetch_sequence(items[k].seq);
     for (size_t k = 0; k < num_items; ++k) {
-      if (k + kAhead < ahead_end) prefetch_sequence(items[k + kAhead].seq);
-      if (k + kAhead / 2 < ahead_end) {
+      if (k + kAhead < num_items) prefetch_sequence(items[k + kAhead].seq);
+      if (k + kAhead / 2 < num_items) {
         const ScheduledSeq& ahead = items[k + kAhead / 2];
         const std::vector<int32_t>& t = ahead.seq->tokens();
         __builtin_prefetch(t.data() + t.size(), 1);
         kv_.prefetch_commit_data(*ahead.seq, ahead.seq->num_computed_tokens + ahead.num_new);
       }
-      if (k + kNear < ahead_end) {
+      if (k + kNear < num_items) {
         const ScheduledSeq& near = items[k + kNear];
         if (near.num_draft == 0) kv_.prefetch_commit_slot(*near.seq, near.seq->num_computed_tokens + near.num_new);
       }

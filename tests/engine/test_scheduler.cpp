@@ -17,10 +17,11 @@ using namespace testbed::test;
 
 namespace {
 
-std::unique_ptr<Engine> sim_engine(const EngineConfig& cfg, int num_blocks, MetricsSink* sink, int vocab = 1000) {
+std::unique_ptr<Engine> sim_engine(const EngineConfig& cfg, int num_blocks, MetricsSink* sink, int vocab = 1000,
+                                   SimSpeculation spec = {}) {
   CostModelConfig cm;
   ModelConfig model = micro_model(vocab);
-  auto exec = std::make_unique<SimExecutor>(make_cost_model(cm, model), vocab);
+  auto exec = std::make_unique<SimExecutor>(make_cost_model(cm, model), vocab, spec);
   return std::make_unique<Engine>(0, cfg, num_blocks, std::move(exec), sink);
 }
 
@@ -86,13 +87,11 @@ TEST_CASE("a step's KV tokens count the running sequences its batch left out", "
   cfg.cache.block_size = 4;
   cfg.max_model_len = 1024;
   RunRecorder rec;
-  CostModelConfig cm;
-  const ModelConfig model = micro_model(1000);
   SimSpeculation spec;
   spec.num_tokens = 4;
   spec.acceptance = 0.6;
   spec.seed = 3;
-  Engine engine(0, cfg, 200, std::make_unique<SimExecutor>(make_cost_model(cm, model), 1000, spec), &rec);
+  auto engine = sim_engine(cfg, /*num_blocks=*/200, &rec, 1000, spec);
   Rng rng(5);
   std::vector<Request> reqs;
   for (int i = 0; i < 10; ++i) {
@@ -104,7 +103,7 @@ TEST_CASE("a step's KV tokens count the running sequences its batch left out", "
     reqs.push_back(r);
   }
   int whole = 0, partial = 0;
-  run_virtual(engine, reqs, 0.01, [&](Engine& e, const Batch& b) {
+  run_virtual(*engine, reqs, 0.01, [&](Engine& e, const Batch& b) {
     REQUIRE(rec.steps().back().kv_tokens == e.scheduler().num_running_tokens());
     bool left_out = false;
     for (const Sequence* s : e.scheduler().live_sequences())
