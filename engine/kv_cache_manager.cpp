@@ -28,12 +28,12 @@ int PrefixHit::num_tokens() const { return static_cast<int>(blocks.size()) * blo
 
 KvCacheManager::KvCacheManager(int num_blocks, int block_size, bool enable_prefix_cache)
     : block_size_(block_size), prefix_cache_(enable_prefix_cache), blocks_(num_blocks),
-      cached_(enable_prefix_cache ? static_cast<size_t>(num_blocks) : 16) {
+      cached_(enable_prefix_cache ? static_cast<size_t>(std::max(num_blocks, 1)) : 1) {
   require(num_blocks > 0, "cache.num_blocks", "the KV cache needs at least one block");
   require(block_size > 0, "cache.block_size", "must be positive");
   if ((block_size & (block_size - 1)) == 0) block_shift_ = __builtin_ctz(static_cast<unsigned>(block_size));
   free_back_.reserve(num_blocks);
-  for (int b = 0; b < num_blocks; ++b) push_free_back(b, 0);
+  for (int b = 0; b < num_blocks; ++b) push_free_back(b);
 }
 
 PrefixHit KvCacheManager::find_cached_prefix(Sequence& seq) const {
@@ -54,9 +54,9 @@ void KvCacheManager::find_cached_prefix(Sequence& seq, PrefixHit& hit) const {
   for (int b = 0; b < std::min(kAhead, max_blocks); ++b) cached_.prefetch(hashes[b]);
   for (int b = 0; b < max_blocks; ++b) {
     if (b + kAhead < max_blocks) cached_.prefetch(hashes[b + kAhead]);
-    const int32_t* block = cached_.find(hashes[b]);
-    if (!block) break;
-    hit.blocks.push_back(*block);
+    const int32_t block = cached_.find(hashes[b], hash_of());
+    if (block < 0) break;
+    hit.blocks.push_back(block);
   }
 }
 
@@ -122,8 +122,9 @@ void KvCacheManager::commit_new_blocks(Sequence& seq) {
     const uint64_t h = hashes[i];
     // Another sequence may have computed the same block meanwhile: keep the
     // first copy registered; ours stays anonymous and is reused first.
-    if (!cached_.insert_new(h, table[i])) continue;
+    if (!cached_.insert_new(h, table[i], hash_of())) continue;
     Block& block = blocks[table[i]];
+    block.hash = h;
     block.has_hash = true;
     block.first_block = i == 0;
     publish(KvEvent::Kind::BlockStored, h, i == 0 ? root_block_hash(seq.request().cache_salt) : hashes[i - 1],
@@ -132,7 +133,7 @@ void KvCacheManager::commit_new_blocks(Sequence& seq) {
   seq.num_committed_blocks = num_full;
 }
 
-void KvCacheManager::release_blocks(const std::vector<int32_t>& table, const std::vector<uint64_t>& hashes) {
+void KvCacheManager::release_blocks(const std::vector<int32_t>& table) {
   const int n = static_cast<int>(table.size());
   for (int i = n - 1; i >= std::max(0, n - 8); --i) __builtin_prefetch(&blocks_[table[i]]);
   for (auto it = table.rbegin(); it != table.rend(); ++it) {
@@ -140,22 +141,16 @@ void KvCacheManager::release_blocks(const std::vector<int32_t>& table, const std
     if (ahead < table.rend()) __builtin_prefetch(&blocks_[*ahead]);
     Block& block = blocks_[*it];
     if (--block.ref_count == 0) {
-      if (block.has_hash) {
-        const size_t i = static_cast<size_t>(table.rend() - it) - 1;
-        if (i >= hashes.size())
-          throw std::logic_error("KvCacheManager: cached block " + std::to_string(*it) + " at position " +
-                                 std::to_string(i) + " of a table with " + std::to_string(hashes.size()) +
-                                 " block hashes");
-        push_free_back(*it, hashes[i]);
-      } else {
+      if (block.has_hash)
+        push_free_back(*it);
+      else
         push_free_front(*it);
-      }
     }
   }
 }
 
 void KvCacheManager::free(Sequence& seq) {
-  release_blocks(seq.block_table, seq.known_block_hashes());
+  release_blocks(seq.block_table);
   seq.block_table.clear();
   seq.num_committed_blocks = 0;
 }
@@ -196,7 +191,7 @@ void KvCacheManager::release_export(int64_t seq_id) {
   auto it = exports_.find(seq_id);
   if (it == exports_.end())
     throw std::logic_error("KvCacheManager::release_export: sequence " + std::to_string(seq_id) + " is not exported");
-  release_blocks(it->second.blocks, it->second.hashes);
+  release_blocks(it->second.blocks);
   exports_.erase(it);
 }
 
@@ -216,10 +211,10 @@ bool KvCacheManager::import_blocks(Sequence& seq, const KvExport& from, KvImport
   seq.block_table.reserve(blocks_needed(seq.num_prompt_tokens() + seq.max_output_tokens()));
   if (prefix_cache_)
     for (; reused < static_cast<int>(from.block_hashes.size()) && reused < total; ++reused) {
-      const int32_t* b = cached_.find(from.block_hashes[reused]);
-      if (!b) break;
-      if (blocks_[*b].ref_count == 0) ++revived;
-      seq.block_table.push_back(*b);
+      const int32_t b = cached_.find(from.block_hashes[reused], hash_of());
+      if (b < 0) break;
+      if (blocks_[b].ref_count == 0) ++revived;
+      seq.block_table.push_back(b);
     }
   if (total - reused + revived > num_free_) {
     seq.block_table.clear();
@@ -241,7 +236,7 @@ bool KvCacheManager::import_blocks(Sequence& seq, const KvExport& from, KvImport
 }
 
 void KvCacheManager::clear_cache() {
-  cached_.for_each([&](uint64_t, int32_t id) { blocks_[id].has_hash = false; });
+  cached_.for_each([&](int32_t id) { blocks_[id].has_hash = false; });
   cached_.clear();
   publish(KvEvent::Kind::AllCleared, 0, 0, 0, false);
 }
@@ -249,9 +244,10 @@ void KvCacheManager::clear_cache() {
 void KvCacheManager::take_free_blocks(std::vector<int32_t>& table, int n) {
   // The free list's head holds the least recently used blocks, whose records
   // and cache-table slots are cold: evicting one after another waits for
-  // two misses each. The entries are read in order, and each carries its
-  // block's hash, so both can be loaded ahead: the record kFar entries
-  // ahead, the table slot kNear ahead. Dead entries only shift what is loaded.
+  // two misses each. The entries are read in order, so both can be loaded
+  // ahead: the record kFar entries ahead, the table slot kNear ahead (its
+  // hash read from the record loaded by then). Dead entries only shift what
+  // is loaded. The front part's blocks hold no hash: only their records.
   // The front part (blocks that hold nothing reusable) is taken first, whole,
   // then the back part from its head: one loop each, the back's entries read
   // through a pointer and the blocks written to the table's new end (an
@@ -274,15 +270,9 @@ void KvCacheManager::take_free_blocks(std::vector<int32_t>& table, int n) {
     // The front's first entries, and the back part's first kFar (reached
     // once the front is taken; the loop below loads kFar past its head).
     const size_t in_front = std::min<size_t>(free_front_.size(), std::min<size_t>(kFar, n));
-    for (size_t k = 0; k < in_front; ++k) {
-      const FreeEntry& e = free_front_[free_front_.size() - 1 - k];
-      __builtin_prefetch(&blocks_[e.block], 1);
-      if (k < kNear) cached_.prefetch(e.hash);  // an entry freed uncached has hash 0: slot 0, harmless
-    }
-    for (size_t k = head; k < std::min(size, head + kFar); ++k) {
-      __builtin_prefetch(&blocks_[back[k].block], 1);
-      if (k < head + kNear) cached_.prefetch(back[k].hash);
-    }
+    for (size_t k = 0; k < in_front; ++k) __builtin_prefetch(&blocks_[free_front_[free_front_.size() - 1 - k].block], 1);
+    for (size_t k = head; k < std::min(size, head + kFar); ++k) __builtin_prefetch(&blocks_[back[k].block], 1);
+    for (size_t k = head; k < std::min(size, head + kNear); ++k) cached_.prefetch(blocks_[back[k].block].hash);
   }
   while (taken < n && !free_front_.empty()) {
     const FreeEntry e = free_front_.back();
@@ -292,13 +282,14 @@ void KvCacheManager::take_free_blocks(std::vector<int32_t>& table, int n) {
       continue;
     }
     out[taken++] = e.block;
-    claim(e.block, e.hash);
+    claim(e.block);
   }
   // The live entries left, num_free_ of them, all lie in [head, size) now.
   while (taken < n) {
     if (ahead) {
       if (head + kFar < size) __builtin_prefetch(&blocks_[back[head + kFar].block], 1);
-      if (head + kNear < size) cached_.prefetch(back[head + kNear].hash);
+      // A stale hash (the block since taken, or never registered) only loads a slot for nothing.
+      if (head + kNear < size) cached_.prefetch(blocks_[back[head + kNear].block].hash);
     }
     const FreeEntry e = back[head++];
     if (!is_live(e)) {
@@ -306,7 +297,7 @@ void KvCacheManager::take_free_blocks(std::vector<int32_t>& table, int n) {
       continue;
     }
     out[taken++] = e.block;
-    claim(e.block, e.hash);
+    claim(e.block);
   }
   if (head == size) {
     free_back_.clear();
@@ -319,36 +310,34 @@ void KvCacheManager::take_free_blocks(std::vector<int32_t>& table, int n) {
     const FreeEntry* e = !free_front_.empty() ? &free_front_.back()
                                               : (back_head_ < free_back_.size() ? &free_back_[back_head_] : nullptr);
     if (e) {
-      __builtin_prefetch(&blocks_[e->block], 1);
-      cached_.prefetch(e->hash);
+      const Block& block = blocks_[e->block];
+      if (block.has_hash) cached_.prefetch(block.hash);
     }
   }
 }
 
-__attribute__((always_inline)) inline void KvCacheManager::evict(int b, uint64_t hash) {
+__attribute__((always_inline)) inline void KvCacheManager::evict(int b) {
   Block& block = blocks_[b];
-  cached_.erase(hash);
+  cached_.erase(block.hash, b);
   block.has_hash = false;
-  publish(KvEvent::Kind::BlockRemoved, hash, 0, 0, block.first_block);
+  publish(KvEvent::Kind::BlockRemoved, block.hash, 0, 0, block.first_block);
 }
 
-__attribute__((always_inline)) inline void KvCacheManager::claim(int b, uint64_t hash) {
+__attribute__((always_inline)) inline void KvCacheManager::claim(int b) {
   Block& block = blocks_[b];
   block.in_free_list = false;
   --num_free_;
-  if (block.has_hash) evict(b, hash);
+  if (block.has_hash) evict(b);
   block.ref_count = 1;
 }
 
 __attribute__((always_inline)) inline int KvCacheManager::take_free_block() {
   int b = -1;
-  uint64_t hash = 0;
   while (!free_front_.empty()) {
     const FreeEntry e = free_front_.back();
     free_front_.pop_back();
     if (is_live(e)) {
       b = e.block;
-      hash = e.hash;
       break;
     }
     --num_front_dead_;
@@ -357,7 +346,6 @@ __attribute__((always_inline)) inline int KvCacheManager::take_free_block() {
     const FreeEntry e = free_back_[back_head_++];
     if (is_live(e)) {
       b = e.block;
-      hash = e.hash;
     } else {
       --num_back_dead_;
     }
@@ -366,7 +354,7 @@ __attribute__((always_inline)) inline int KvCacheManager::take_free_block() {
     free_back_.clear();
     back_head_ = 0;
   }
-  claim(b, hash);
+  claim(b);
   return b;
 }
 
@@ -414,7 +402,8 @@ void KvCacheManager::push_free_front(int b) {
   Block& block = blocks_[b];
   block.in_free_list = true;
   block.in_back = false;
-  free_front_.push_back({b, ++block.free_gen, 0});
+  block.free_gen = block.free_gen + 1;
+  free_front_.push_back({b, block.free_gen});
   ++num_free_;
 }
 
@@ -429,12 +418,12 @@ void KvCacheManager::unlink_free(int b) {
 std::string KvCacheManager::check_invariants(const std::vector<const Sequence*>& live) const {
   std::ostringstream err;
   std::vector<int> expected(blocks_.size(), 0);
-  // A cached block is indexed under the hash its holders (and its free-list
-  // entry) give it.
+  // A cached block is indexed under its hash, the one its holders give it.
   auto check_hash = [&](int32_t b, uint64_t hash, const char* who, int64_t id) {
     if (!blocks_[b].has_hash) return;
-    const int32_t* indexed = cached_.find(hash);
-    if (!indexed || *indexed != b)
+    if (blocks_[b].hash != hash)
+      err << "cached block " << b << " (" << who << " " << id << ") is registered under another hash; ";
+    if (cached_.find(blocks_[b].hash, hash_of()) != b)
       err << "cached block " << b << " (" << who << " " << id << ") is not indexed under its hash; ";
   };
   auto check_held = [&](const std::vector<int32_t>& table, const std::vector<uint64_t>& hashes, const char* who,
@@ -469,7 +458,7 @@ std::string KvCacheManager::check_invariants(const std::vector<const Sequence*>&
     if (blocks_[e.block].in_back != back) err << "block " << e.block << " listed in the wrong part; ";
     if (listed_at[e.block]++) err << "block " << e.block << " listed twice; ";
     ++listed;
-    check_hash(e.block, e.hash, "free entry of block", e.block);
+    check_hash(e.block, blocks_[e.block].hash, "free entry of block", e.block);
   };
   for (size_t i = free_front_.size(); i > 0;) visit(free_front_[--i], false);
   for (size_t i = back_head_; i < free_back_.size(); ++i) visit(free_back_[i], true);
@@ -491,7 +480,7 @@ std::string KvCacheManager::check_invariants(const std::vector<const Sequence*>&
   }
   if (hashed != static_cast<int>(cached_.size()))
     err << cached_.size() << " cache entries but " << hashed << " hashed blocks; ";
-  cached_.for_each([&](uint64_t, int32_t b) {
+  cached_.for_each([&](int32_t b) {
     if (b < 0 || b >= num_blocks() || !blocks_[b].has_hash) err << "the cache indexes block " << b << ", not cached; ";
   });
   return err.str();

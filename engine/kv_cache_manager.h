@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "engine/common/load_ahead.h"
-#include "engine/flat_hash_map.h"
+#include "engine/block_hash_table.h"
 #include "engine/kv_event.h"
 #include "engine/sequence.h"
 
@@ -71,6 +71,13 @@ struct KvImport {
 };
 
 class KvCacheManager {
+  struct Block;
+  // The cache table's check of a candidate: the hash block b is registered under.
+  struct HashOf {
+    const Block* blocks;
+    uint64_t operator()(int32_t b) const;
+  };
+
  public:
   KvCacheManager(int num_blocks, int block_size, bool enable_prefix_cache);
 
@@ -164,7 +171,7 @@ class KvCacheManager {
   // Calls f(hash) for every block the prefix cache holds, in no particular order.
   template <class F>
   void for_each_cached(F f) const {
-    cached_.for_each([&](uint64_t hash, int32_t) { f(hash); });
+    cached_.for_each([&](int32_t b) { f(blocks_[b].hash); });
   }
   // Forgets every cached block (blocks in use keep their contents).
   void clear_cache();
@@ -176,29 +183,30 @@ class KvCacheManager {
 
   // Introspection for tests and routers.
   int ref_count(int block) const { return blocks_[block].ref_count; }
-  bool is_cached(uint64_t hash) const { return cached_.contains(hash); }
+  bool is_cached(uint64_t hash) const { return cached_block(hash) >= 0; }
   // The block registered under `hash`, or -1.
-  int cached_block(uint64_t hash) const {
-    const int32_t* b = cached_.find(hash);
-    return b ? *b : -1;
-  }
+  int cached_block(uint64_t hash) const { return cached_.find(hash, hash_of()); }
   // Empty when every invariant holds, else what is broken. `live` are the
   // sequences holding blocks (exports are counted here).
   std::string check_invariants(const std::vector<const Sequence*>& live) const;
 
  private:
-  // 12 bytes: a fleet simulation walks millions of these. A block's hash is
-  // not kept here: the sequences holding it know it (their block hashes),
-  // and so does its free-list entry once it is free, which is where
-  // eviction reads it.
+  // 16 bytes: a fleet simulation walks millions of these. The hash is here,
+  // not in the free list's entries: eviction reads the record anyway, and
+  // the cache's table keeps only 32 bits of it (BlockHashTable).
   struct Block {
+    Block() : free_gen(0), has_hash(0), in_free_list(0), in_back(0), first_block(0) {}
+    uint64_t hash = 0;  // the hash it is registered under (while has_hash)
     int32_t ref_count = 0;
-    uint32_t free_gen = 0;     // bumped each time the block joins the free list (FreeEntry::gen)
-    bool has_hash = false;
-    bool in_free_list = false;
-    bool in_back = false;      // on the free list's back part (free_back_), not its front
-    bool first_block = false;  // registered as its chain's first block (KvEvent::first_block)
+    uint32_t free_gen : 28;     // bumped each time the block joins the free list (FreeEntry::gen), modulo 2^28
+    uint32_t has_hash : 1;
+    uint32_t in_free_list : 1;
+    uint32_t in_back : 1;      // on the free list's back part (free_back_), not its front
+    uint32_t first_block : 1;  // registered as its chain's first block (KvEvent::first_block)
   };
+  static_assert(sizeof(Block) == 16, "a block's record is 16 bytes");
+  HashOf hash_of() const { return HashOf{blocks_.data()}; }
+
   // The free list, least recently used first, is two arrays: the front part
   // (blocks holding nothing reusable, taken first, last freed first) and the
   // back part (cached blocks in the order they were freed, then the blocks
@@ -212,32 +220,31 @@ class KvCacheManager {
   // array is dead or taken.
   struct FreeEntry {
     int32_t block;
-    uint32_t gen;
-    uint64_t hash;  // the block's hash when it was freed cached (read only while has_hash)
+    uint32_t gen;  // the block's free_gen when it joined
   };
   bool is_live(const FreeEntry& e) const { return blocks_[e.block].in_free_list && blocks_[e.block].free_gen == e.gen; }
 
   void commit_new_blocks(Sequence& seq);
   bool append_blocks(Sequence& seq, int target);
-  // Drops a reference to each block of `table`, whose cached blocks have
-  // the hashes at the same places in `hashes`.
-  void release_blocks(const std::vector<int32_t>& table, const std::vector<uint64_t>& hashes);
+  // Drops a reference to each block of `table`.
+  void release_blocks(const std::vector<int32_t>& table);
   // Takes the free list's head, with one reference.
   int take_free_block();
   // Takes the free block b (its entry already off the list), with one reference.
-  void claim(int b, uint64_t hash);
+  void claim(int b);
   // Takes n blocks off the free list (n <= num_free_) onto the end of table, each with one reference.
   void take_free_blocks(std::vector<int32_t>& table, int n);
   void touch(int block);
-  void evict(int block, uint64_t hash);
+  void evict(int block);
   // Inline: it runs for every block a finished sequence returns; the rare
   // full array goes to make_room_back.
-  void push_free_back(int block, uint64_t hash) {
+  void push_free_back(int block) {
     if (free_back_.size() == free_back_.capacity()) make_room_back();
     Block& b = blocks_[block];
     b.in_free_list = true;
     b.in_back = true;
-    free_back_.push_back({block, ++b.free_gen, hash});
+    b.free_gen = b.free_gen + 1;
+    free_back_.push_back({block, b.free_gen});
     ++num_free_;
   }
   void make_room_back();
@@ -266,7 +273,7 @@ class KvCacheManager {
   size_t back_head_ = 0;
   int num_free_ = 0;
   int num_back_dead_ = 0, num_front_dead_ = 0;  // dead entries in each part
-  FlatHashMap64<int32_t> cached_;  // block hash -> block id
+  BlockHashTable cached_;  // block hash -> block id
   struct Held {
     std::vector<int32_t> blocks;
     std::vector<uint64_t> hashes;  // of its full blocks
@@ -275,5 +282,7 @@ class KvCacheManager {
   bool record_events_ = false;
   std::vector<KvEvent> events_;
 };
+
+inline uint64_t KvCacheManager::HashOf::operator()(int32_t b) const { return blocks[b].hash; }
 
 }  // namespace testbed
