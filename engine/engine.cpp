@@ -33,18 +33,32 @@ Engine::Engine(int instance, const EngineConfig& config, int num_blocks, std::un
       on_invalid_(config.on_invalid) {
   scheduler_.set_hand_off_after_prefill(config.hand_off_after_prefill);
   scheduler_.set_key_prefix(config.key_prefix);
-  kv_.set_record_events(sink_ != nullptr);
+  choose_kv_recording();
+}
+
+void Engine::choose_kv_recording() {
+  const bool count = listeners_.empty() && sink_ && sink_->counts_kv_events_only();
+  const bool record = sink_ != nullptr || !listeners_.empty();
+  if (count == kv_.counting_events() && record == kv_.recording_events()) return;
+  // Between steps every drain was published: nothing is lost by switching.
+  if (kv_.num_stored_counted() || kv_.num_removed_counted() || !kv_.events().empty())
+    throw std::logic_error("Engine: KV events recorded and not published");
+  if (count)
+    kv_.set_count_events();
+  else
+    kv_.set_record_events(record);
 }
 
 void Engine::set_sink(MetricsSink* sink) {
   if ((sink == nullptr) != (sink_ == nullptr))
     throw std::logic_error("Engine::set_sink: an engine keeps having a sink, or keeps having none");
   sink_ = sink;
+  choose_kv_recording();
 }
 
 void Engine::add_kv_listener(KvEventListener* listener) {
   listeners_.push_back(listener);
-  kv_.set_record_events(true);
+  choose_kv_recording();
 }
 
 bool Engine::add_request(Request request, double now) {
@@ -224,6 +238,12 @@ std::vector<const Sequence*> Engine::live_sequences() const {
 }
 
 void Engine::publish_kv_events() {
+  if (kv_.counting_events()) {  // only a counting sink hears them (choose_kv_recording)
+    if (kv_.num_stored_counted() == 0 && kv_.num_removed_counted() == 0) return;
+    sink_->on_kv_counts(instance_, kv_.num_stored_counted(), kv_.num_removed_counted());
+    kv_.clear_counts();
+    return;
+  }
   if (kv_.events().empty()) return;
   const std::vector<KvEvent>& events = kv_.events();
   if (sink_) sink_->on_kv_events(instance_, events.data(), events.size());

@@ -124,6 +124,9 @@ class Engine {
 
  private:
   void publish_kv_events();
+  // What the KV cache records: events for listeners and for a sink that
+  // watches them, only counts for a sink that counts them, nothing without either.
+  void choose_kv_recording();
 
   int instance_;
   KvCacheManager kv_;

@@ -177,9 +177,23 @@ class KvCacheManager {
   void clear_cache();
 
   // KvEvents recorded since the last clear_events() (recording is off by default).
-  void set_record_events(bool on) { record_events_ = on; }
+  void set_record_events(bool on) {
+    record_events_ = on;
+    count_events_ = false;
+  }
   const std::vector<KvEvent>& events() const { return events_; }
   void clear_events() { events_.clear(); }
+  // Instead of the events, only how many blocks were stored and removed
+  // (events() stays empty): for an engine whose events only a counting sink hears.
+  void set_count_events() {
+    record_events_ = true;
+    count_events_ = true;
+  }
+  bool counting_events() const { return count_events_; }
+  bool recording_events() const { return record_events_; }
+  int64_t num_stored_counted() const { return num_stored_; }
+  int64_t num_removed_counted() const { return num_removed_; }
+  void clear_counts() { num_stored_ = num_removed_ = 0; }
 
   // Introspection for tests and routers.
   int ref_count(int block) const { return blocks_[block].ref_count; }
@@ -256,6 +270,11 @@ class KvCacheManager {
   // its own partly written bytes (two events per block of a prompt).
   void publish(KvEvent::Kind kind, uint64_t hash, uint64_t parent_hash, int32_t num_tokens, bool first_block) {
     if (!record_events_) return;
+    if (count_events_) {  // an AllCleared event is not counted
+      num_stored_ += kind == KvEvent::Kind::BlockStored;
+      num_removed_ += kind == KvEvent::Kind::BlockRemoved;
+      return;
+    }
     KvEvent& ev = events_.emplace_back();
     ev.kind = kind;
     ev.block_hash = hash;
@@ -280,7 +299,9 @@ class KvCacheManager {
   };
   std::unordered_map<int64_t, Held> exports_;  // seq id -> blocks held for a transfer
   bool record_events_ = false;
+  bool count_events_ = false;  // with record_events_: counts, not events
   std::vector<KvEvent> events_;
+  int64_t num_stored_ = 0, num_removed_ = 0;
 };
 
 inline uint64_t KvCacheManager::HashOf::operator()(int32_t b) const { return blocks[b].hash; }

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <typeinfo>
 #include <unordered_map>
+#include <utility>
 
 namespace testbed {
 
@@ -178,6 +180,13 @@ void RunRecorder::on_kv_events(int, const KvEvent* events, size_t n) {
   num_blocks_removed_ += removed;
 }
 
+bool RunRecorder::counts_kv_events_only() const { return typeid(*this) == typeid(RunRecorder); }
+
+void RunRecorder::on_kv_counts(int, int64_t stored, int64_t removed) {
+  num_blocks_stored_ += stored;
+  num_blocks_removed_ += removed;
+}
+
 void RunRecorder::add_kv_event(KvEvent::Kind kind) {
   if (kind == KvEvent::Kind::BlockStored) ++num_blocks_stored_;
   if (kind == KvEvent::Kind::BlockRemoved) ++num_blocks_removed_;
@@ -192,7 +201,7 @@ void RunRecorder::on_request_event(const RequestEvent& event) {
 // An engine's reports as RunRecorder would take them, kept in order: each kind
 // in its own array, and the order of kinds apart, so a decode step's reports
 // cost a byte and a double each.
-class RecorderShard : public DeferredSink {
+class RecorderShard final : public DeferredSink {
  public:
   explicit RecorderShard(RunRecorder& to) : to_(to) {}
 
@@ -217,6 +226,12 @@ class RecorderShard : public DeferredSink {
   void on_kv_event(int, const KvEvent& event) override {
     if (event.kind == KvEvent::Kind::BlockStored) ops_.push_back(Op::KvStored);
     if (event.kind == KvEvent::Kind::BlockRemoved) ops_.push_back(Op::KvRemoved);
+  }
+  // The recorder only counts them, whatever its class: deliver() never called its on_kv_events.
+  bool counts_kv_events_only() const override { return true; }
+  void on_kv_counts(int, int64_t stored, int64_t removed) override {
+    ops_.push_back(Op::KvCounts);
+    kv_counts_.emplace_back(stored, removed);
   }
   // Not an engine's step reports: a fleet makes these itself, in order.
   void on_cache_answer(const Request&, double, bool, bool) override { refuse("on_cache_answer"); }
@@ -243,6 +258,12 @@ class RecorderShard : public DeferredSink {
         case Op::Cancel: to_.cancelled_.push_back(cancels_[cancel_++]); break;
         case Op::KvStored: to_.add_kv_event(KvEvent::Kind::BlockStored); break;
         case Op::KvRemoved: to_.add_kv_event(KvEvent::Kind::BlockRemoved); break;
+        case Op::KvCounts: {
+          const auto [stored, removed] = kv_counts_[kv_count_++];
+          to_.num_blocks_stored_ += stored;
+          to_.num_blocks_removed_ += removed;
+          break;
+        }
       }
   }
   void clear() override {
@@ -252,11 +273,12 @@ class RecorderShard : public DeferredSink {
     finishes_.clear();
     cancels_.clear();
     tokens_.clear();
-    next_ = step_ = gap_ = finish_ = cancel_ = token_ = 0;
+    kv_counts_.clear();
+    next_ = step_ = gap_ = finish_ = cancel_ = token_ = kv_count_ = 0;
   }
 
  private:
-  enum class Op : uint8_t { Arrival, Step, Token, Finish, Cancel, KvStored, KvRemoved };
+  enum class Op : uint8_t { Arrival, Step, Token, Finish, Cancel, KvStored, KvRemoved, KvCounts };
   [[noreturn]] static void refuse(const char* what) {
     throw std::logic_error(std::string("RecorderShard: ") + what + " is not an engine's step report");
   }
@@ -267,7 +289,8 @@ class RecorderShard : public DeferredSink {
   std::vector<RequestRecord> finishes_;
   std::vector<CancelRecord> cancels_;
   std::vector<std::vector<int32_t>> tokens_;
-  size_t next_ = 0, step_ = 0, gap_ = 0, finish_ = 0, cancel_ = 0, token_ = 0;
+  std::vector<std::pair<int64_t, int64_t>> kv_counts_;  // (stored, removed) a drain
+  size_t next_ = 0, step_ = 0, gap_ = 0, finish_ = 0, cancel_ = 0, token_ = 0, kv_count_ = 0;
 };
 
 std::unique_ptr<DeferredSink> RunRecorder::make_deferred() { return std::make_unique<RecorderShard>(*this); }

@@ -73,6 +73,9 @@ class RunRecorder : public MetricsSink {
   // does not compile instead of silently seeing nothing).
   void on_kv_event(int instance, const KvEvent& event) final;
   void on_kv_events(int instance, const KvEvent* events, size_t n) override;
+  // Only a RunRecorder itself: a subclass may override on_kv_events to watch them.
+  bool counts_kv_events_only() const override;
+  void on_kv_counts(int instance, int64_t stored, int64_t removed) override;
   void on_sample(const InstanceSample& sample) override;
   void on_scale(const ScaleSample& sample) override { scale_.push_back(sample); }
   const std::vector<ScaleSample>& scale_samples() const { return scale_; }
