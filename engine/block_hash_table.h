@@ -7,11 +7,11 @@
 // the bytes of a 16-byte slot buy twice the slots in the same memory: a cache
 // holds at most one hash per block, so with at least three slots a block the
 // table is never more than a third full and never grows. At that load most
-// inserts and erases touch one slot: FlatHashMap64 at up to 70% full spent
-// 30 ns an insert-erase pair in probe and shift loops whose exits were
-// mispredicted about once a call (cachegrind's branch simulation: 4.6M of the
-// Azure trace's 12.4M mispredicts); a 4,000-block cache ran the trace 11%
-// faster with its table twice as large (README, Fleet scale).
+// inserts and erases touch one slot. FlatHashMap64, up to 70% full, spent
+// about 30 ns an insert-erase pair (a microbenchmark at 38% full) in probe
+// and shift loops whose exits cachegrind's branch simulation counted 4.6M
+// mispredicts of the Azure trace's 12.4M; a 4,000-block cache ran the trace
+// 11% faster with its table twice as large (README, Fleet scale).
 #pragma once
 
 #include <cstddef>

@@ -399,12 +399,20 @@ void KvCacheManager::push_free_front(int b) {
       free_front_.reserve(free_front_.size() + free_front_.size() / 4 + 16);
     }
   }
+  const uint32_t gen = next_generation(b);
   Block& block = blocks_[b];
   block.in_free_list = true;
   block.in_back = false;
-  block.free_gen = block.free_gen + 1;
-  free_front_.push_back({b, block.free_gen});
+  free_front_.push_back({b, gen});
   ++num_free_;
+}
+
+void KvCacheManager::drop_dead_entries() {
+  compact(free_front_, 0);
+  num_front_dead_ = 0;
+  compact(free_back_, back_head_);
+  back_head_ = 0;
+  num_back_dead_ = 0;
 }
 
 void KvCacheManager::unlink_free(int b) {

@@ -197,6 +197,10 @@ class KvCacheManager {
 
   // Introspection for tests and routers.
   int ref_count(int block) const { return blocks_[block].ref_count; }
+  // For tests: the generation block's next free continues from (at most
+  // kMaxFreeGeneration, after which it wraps to 0).
+  static constexpr uint32_t kMaxFreeGeneration = (uint32_t{1} << 28) - 1;
+  void set_free_generation(int block, uint32_t gen) { blocks_[block].free_gen = gen & kMaxFreeGeneration; }
   bool is_cached(uint64_t hash) const { return cached_block(hash) >= 0; }
   // The block registered under `hash`, or -1.
   int cached_block(uint64_t hash) const { return cached_.find(hash, hash_of()); }
@@ -254,13 +258,23 @@ class KvCacheManager {
   // full array goes to make_room_back.
   void push_free_back(int block) {
     if (free_back_.size() == free_back_.capacity()) make_room_back();
+    const uint32_t gen = next_generation(block);
     Block& b = blocks_[block];
     b.in_free_list = true;
     b.in_back = true;
-    b.free_gen = b.free_gen + 1;
-    free_back_.push_back({block, b.free_gen});
+    free_back_.push_back({block, gen});
     ++num_free_;
   }
+  // The generation of block's next free-list entry. Every 2^28 frees it
+  // wraps to 0: the dead entries are dropped first, so none left from an
+  // earlier lap can match it (call it before the block joins the list).
+  uint32_t next_generation(int block) {
+    Block& b = blocks_[block];
+    b.free_gen = b.free_gen + 1;
+    if (__builtin_expect(b.free_gen == 0, 0)) drop_dead_entries();
+    return b.free_gen;
+  }
+  void drop_dead_entries();
   void make_room_back();
   void push_free_front(int block);
   void unlink_free(int block);

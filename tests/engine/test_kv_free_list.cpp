@@ -126,3 +126,33 @@ TEST_CASE("blocks leave the free list in the order of a doubly linked LRU list",
     CHECK(ref.size() == 0);
   }
 }
+
+TEST_CASE("a block's free generation wrapping leaves no earlier entry to match it", "[kv_cache]") {
+  // Generations are 28 bits: the 2^28-th free of a block reuses a number an
+  // entry of its first lap may still carry, dead in the middle of the list.
+  // 64 blocks: the list's arrays have room, so nothing compacts them meanwhile.
+  constexpr int kBlocks = 64;
+  KvCacheManager kv(kBlocks, 4, /*prefix_cache=*/true);
+  const std::vector<int32_t> tokens = {1, 2, 3, 4, 5, 6, 7, 8};
+  auto a = test::kv_sequence(0, tokens);
+  REQUIRE(kv.allocate(*a, 8, PrefixHit{}));
+  const int b = a->block_table[0];
+  a->num_computed_tokens = 8;
+  kv.commit_full_blocks(*a);
+  kv.set_free_generation(b, KvCacheManager::kMaxFreeGeneration);
+  kv.free(*a);  // b's entry has generation 0
+  auto again = test::kv_sequence(1, tokens);
+  const PrefixHit hit = kv.find_cached_prefix(*again);
+  REQUIRE(hit.blocks.size() == 1);
+  REQUIRE(hit.blocks[0] == b);
+  REQUIRE(kv.allocate(*again, 4, hit));  // b leaves the middle of the list: its entry is dead
+  kv.set_free_generation(b, KvCacheManager::kMaxFreeGeneration);
+  kv.free(*again);  // generation 0 again: the dead entry must not come back to life
+  CHECK(kv.check_invariants({}) == "");
+  CHECK(kv.num_free_blocks() == kBlocks);
+  auto all = test::kv_sequence(2, std::vector<int32_t>(4 * kBlocks, 9));
+  REQUIRE(kv.allocate(*all, 4 * kBlocks, PrefixHit{}));
+  const std::set<int> taken(all->block_table.begin(), all->block_table.end());
+  CHECK(taken.size() == static_cast<size_t>(kBlocks));  // each block once
+  CHECK(kv.check_invariants({all.get()}) == "");
+}
