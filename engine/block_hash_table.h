@@ -41,23 +41,16 @@ class BlockHashTable {
   // block is registered under.
   template <class HashOf>
   int32_t find(uint64_t hash, HashOf hash_of) const {
-    const uint32_t tag = static_cast<uint32_t>(hash);
-    for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
-      const uint64_t s = slots_[i];
-      if (s == kEmpty) return -1;
-      if (static_cast<uint32_t>(s) == tag && hash_of(block_of(s)) == hash) return block_of(s);
-    }
+    bool found;
+    const size_t i = probe(hash, hash_of, found);
+    return found ? block_of(slots_[i]) : -1;
   }
   // Registers `block` under `hash` when no block is (true); else leaves the table as it is (false).
   template <class HashOf>
   bool insert_new(uint64_t hash, int32_t block, HashOf hash_of) {
-    const uint32_t tag = static_cast<uint32_t>(hash);
-    size_t i = hash & mask_;
-    for (;; i = (i + 1) & mask_) {
-      const uint64_t s = slots_[i];
-      if (s == kEmpty) break;
-      if (static_cast<uint32_t>(s) == tag && hash_of(block_of(s)) == hash) return false;
-    }
+    bool found;
+    const size_t i = probe(hash, hash_of, found);
+    if (found) return false;
     if (size_ >= max_entries_)
       throw std::logic_error("BlockHashTable: more than " + std::to_string(max_entries_) + " entries");
     slots_[i] = slot_of(hash, block);
@@ -103,6 +96,17 @@ class BlockHashTable {
   }
 
  private:
+  // The slot of the block registered under `hash` (found), else the empty
+  // slot that ends its probe run.
+  template <class HashOf>
+  size_t probe(uint64_t hash, HashOf hash_of, bool& found) const {
+    const uint32_t tag = static_cast<uint32_t>(hash);
+    for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
+      const uint64_t s = slots_[i];
+      found = s != kEmpty;
+      if (!found || (static_cast<uint32_t>(s) == tag && hash_of(block_of(s)) == hash)) return i;
+    }
+  }
   // Block ids are below 2^31, so no slot of a registered block is all ones.
   static constexpr uint64_t kEmpty = ~uint64_t{0};
   static uint64_t slot_of(uint64_t hash, int32_t block) {

@@ -37,16 +37,16 @@ Engine::Engine(int instance, const EngineConfig& config, int num_blocks, std::un
 }
 
 void Engine::choose_kv_recording() {
-  const bool count = listeners_.empty() && sink_ && sink_->counts_kv_events_only();
-  const bool record = sink_ != nullptr || !listeners_.empty();
-  if (count == kv_.counting_events() && record == kv_.recording_events()) return;
+  using R = KvCacheManager::Recording;
+  const R want = !listeners_.empty() ? R::Events
+                 : !sink_            ? R::Off
+                 : sink_->counts_kv_events_only() ? R::Counts
+                                                  : R::Events;
+  if (want == kv_.recording()) return;
   // Between steps every drain was published: nothing is lost by switching.
   if (kv_.num_stored_counted() || kv_.num_removed_counted() || !kv_.events().empty())
     throw std::logic_error("Engine: KV events recorded and not published");
-  if (count)
-    kv_.set_count_events();
-  else
-    kv_.set_record_events(record);
+  kv_.set_recording(want);
 }
 
 void Engine::set_sink(MetricsSink* sink) {

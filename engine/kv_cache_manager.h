@@ -176,21 +176,18 @@ class KvCacheManager {
   // Forgets every cached block (blocks in use keep their contents).
   void clear_cache();
 
-  // KvEvents recorded since the last clear_events() (recording is off by default).
-  void set_record_events(bool on) {
-    record_events_ = on;
-    count_events_ = false;
-  }
+  // What stores and evictions leave behind: nothing (the default), the
+  // KvEvents since the last clear_events(), or only how many blocks were
+  // stored and removed (events() stays empty: for an engine whose events
+  // only a counting sink hears).
+  enum class Recording : uint8_t { Off, Events, Counts };
+  void set_recording(Recording r) { recording_ = r; }
+  Recording recording() const { return recording_; }
+  void set_record_events(bool on) { recording_ = on ? Recording::Events : Recording::Off; }
   const std::vector<KvEvent>& events() const { return events_; }
   void clear_events() { events_.clear(); }
-  // Instead of the events, only how many blocks were stored and removed
-  // (events() stays empty): for an engine whose events only a counting sink hears.
-  void set_count_events() {
-    record_events_ = true;
-    count_events_ = true;
-  }
-  bool counting_events() const { return count_events_; }
-  bool recording_events() const { return record_events_; }
+  bool counting_events() const { return recording_ == Recording::Counts; }
+  bool recording_events() const { return recording_ != Recording::Off; }
   int64_t num_stored_counted() const { return num_stored_; }
   int64_t num_removed_counted() const { return num_removed_; }
   void clear_counts() { num_stored_ = num_removed_ = 0; }
@@ -283,8 +280,8 @@ class KvCacheManager {
   // Written in place: a KvEvent built on the stack and copied in stalls on
   // its own partly written bytes (two events per block of a prompt).
   void publish(KvEvent::Kind kind, uint64_t hash, uint64_t parent_hash, int32_t num_tokens, bool first_block) {
-    if (!record_events_) return;
-    if (count_events_) {  // an AllCleared event is not counted
+    if (recording_ == Recording::Off) return;
+    if (recording_ == Recording::Counts) {  // an AllCleared event is not counted
       num_stored_ += kind == KvEvent::Kind::BlockStored;
       num_removed_ += kind == KvEvent::Kind::BlockRemoved;
       return;
@@ -312,8 +309,7 @@ class KvCacheManager {
     std::vector<uint64_t> hashes;  // of its full blocks
   };
   std::unordered_map<int64_t, Held> exports_;  // seq id -> blocks held for a transfer
-  bool record_events_ = false;
-  bool count_events_ = false;  // with record_events_: counts, not events
+  Recording recording_ = Recording::Off;
   std::vector<KvEvent> events_;
   int64_t num_stored_ = 0, num_removed_ = 0;
 };
