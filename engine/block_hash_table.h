@@ -24,11 +24,15 @@ namespace testbed {
 
 class BlockHashTable {
  public:
+  // The most entries: a slot's home is its tag's bits, so at most 2^32 slots.
+  static constexpr size_t kMaxEntries = (size_t{1} << 32) / 3;
   // Room for `max_entries` entries (the cache's block count), fixed.
   explicit BlockHashTable(size_t max_entries) : max_entries_(max_entries) {
+    if (max_entries > kMaxEntries)
+      throw std::length_error("BlockHashTable: " + std::to_string(max_entries) + " entries, more than " +
+                              std::to_string(kMaxEntries));
     size_t c = 16;
     while (c < 3 * max_entries) c *= 2;
-    if (c > (size_t{1} << 32)) throw std::length_error("BlockHashTable: more than 2^32 slots");  // homes are the tag's bits
     slots_.assign(c, kEmpty);
     mask_ = c - 1;
   }

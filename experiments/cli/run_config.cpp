@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/block_hash_table.h"
 #include "engine/common/config_error.h"
 #include "engine/model/model_config.h"
 #include "sim/hardware_spec.h"
@@ -245,6 +246,9 @@ void check_against_model(const RunConfig& config, std::vector<std::string>& warn
           std::to_string(blocks) + " blocks need " + gib_text(host) + " of host memory" +
               (instances > 1 ? " for " + std::to_string(instances) + " instances" : std::string()) + "; this machine has " +
               gib_text(physical_memory_bytes()));
+  require(!config.engine.cache.prefix_cache || static_cast<size_t>(blocks) <= BlockHashTable::kMaxEntries,
+          "cache.num_blocks", std::to_string(blocks) + " blocks are more than the prefix cache indexes (" +
+                                  std::to_string(BlockHashTable::kMaxEntries) + "; cache.prefix_cache = false has no limit)");
   const std::string& hw_path = config.cost_model.hardware;
   if (!simulated || hw_path.empty() || !is_file(hw_path)) return;
   const HardwareSpec hw = HardwareSpec::from_ini_file(hw_path);

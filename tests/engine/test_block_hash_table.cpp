@@ -82,3 +82,9 @@ TEST_CASE("BlockHashTable refuses more entries than it was made for", "[block_ha
   CHECK_THROWS_AS(table.insert_new(33, 2, hash_of), std::logic_error);
   CHECK(table.size() == 2);
 }
+
+TEST_CASE("BlockHashTable refuses a block count whose slots its tags cannot address", "[block_hash_table]") {
+  // Refused before anything is allocated (the run's config check names cache.num_blocks first).
+  CHECK_THROWS_AS(BlockHashTable(BlockHashTable::kMaxEntries + 1), std::length_error);
+  CHECK(BlockHashTable(1000).capacity() == 4096);
+}
