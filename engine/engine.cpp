@@ -33,6 +33,7 @@ Engine::Engine(int instance, const EngineConfig& config, int num_blocks, std::un
       on_invalid_(config.on_invalid) {
   scheduler_.set_hand_off_after_prefill(config.hand_off_after_prefill);
   scheduler_.set_key_prefix(config.key_prefix);
+  sink_takes_gaps_ = sink_ && sink_->takes_token_gaps_only();
   choose_kv_recording();
 }
 
@@ -53,6 +54,7 @@ void Engine::set_sink(MetricsSink* sink) {
   if ((sink == nullptr) != (sink_ == nullptr))
     throw std::logic_error("Engine::set_sink: an engine keeps having a sink, or keeps having none");
   sink_ = sink;
+  sink_takes_gaps_ = sink_ && sink_->takes_token_gaps_only();
   choose_kv_recording();
 }
 
@@ -143,12 +145,21 @@ void Engine::end_step(const StepPlan& plan, const StepResult& result, double end
   // One pass over the outcomes: what the sink hears per sequence, and the step's counts.
   // (Counted in locals: the record's own fields were stored and reloaded around every sink call.)
   int draft_tokens = 0, accepted_tokens = 0, decode_items = 0, decode_appended = 0;
+  // A sink that only takes token gaps hears them in one call (written through a local pointer, kept in a register).
+  if (sink_takes_gaps_ && gaps_.size() < out.seqs.size()) gaps_.resize(out.seqs.size());
+  double* const gaps = gaps_.data();
+  size_t num_gaps = 0;
+  const bool take_gaps = sink_takes_gaps_;
   for (const SeqOutcome& o : out.seqs) {
     if (o.num_appended > 0) {
       if (o.first_token) {
         sink_->on_first_token(instance_, *o.seq, visible_s);
       } else {
-        sink_->on_token(instance_, *o.seq, visible_s, visible_s - o.previous_token_s);
+        const double gap = visible_s - o.previous_token_s;
+        if (take_gaps)
+          gaps[num_gaps++] = gap;
+        else
+          sink_->on_token(instance_, *o.seq, visible_s, gap);
         ++decode_items;
         decode_appended += o.num_appended;
       }
@@ -158,6 +169,7 @@ void Engine::end_step(const StepPlan& plan, const StepResult& result, double end
     if (o.finished) sink_->on_finish(instance_, *o.seq, visible_s);
     if (o.cancelled) sink_->on_cancel(instance_, *o.seq, visible_s, CancelReason::Tokens);
   }
+  if (num_gaps > 0) sink_->on_token_gaps(instance_, gaps, num_gaps);
   publish_kv_events();
   StepRecord rec;
   rec.draft_tokens = draft_tokens;

@@ -131,6 +131,8 @@ class Engine {
   int instance_;
   KvCacheManager kv_;
   MetricsSink* sink_;
+  bool sink_takes_gaps_ = false;  // sink_->takes_token_gaps_only(), chosen with the sink
+  std::vector<double> gaps_;      // a step's token gaps, for such a sink
   Scheduler scheduler_;
   std::unique_ptr<Executor> executor_;
   FrontendConfig frontend_;

@@ -74,6 +74,12 @@ void RunRecorder::on_token(int, const Sequence&, double, double gap_s) {
   itl_.add(gap_s);
 }
 
+bool RunRecorder::takes_token_gaps_only() const { return typeid(*this) == typeid(RunRecorder); }
+
+void RunRecorder::on_token_gaps(int, const double* gaps, size_t n) {
+  for (size_t i = 0; i < n; ++i) itl_.add(gaps[i]);
+}
+
 RequestRecord RunRecorder::finish_record(int instance, const Sequence& seq, double t) {
   RequestRecord r;
   r.id = seq.id();
@@ -214,6 +220,13 @@ class RecorderShard final : public DeferredSink {
     ops_.push_back(Op::Token);
     gaps_.push_back(gap_s);
   }
+  // deliver() adds the gaps to the recorder's histogram, never calling its on_token.
+  bool takes_token_gaps_only() const override { return true; }
+  void on_token_gaps(int, const double* gaps, size_t n) override {
+    ops_.push_back(Op::Tokens);
+    gap_counts_.push_back(n);
+    gaps_.insert(gaps_.end(), gaps, gaps + n);
+  }
   void on_finish(int instance, const Sequence& seq, double t) override {
     ops_.push_back(Op::Finish);
     finishes_.push_back(RunRecorder::finish_record(instance, seq, t));
@@ -246,6 +259,9 @@ class RecorderShard final : public DeferredSink {
         case Op::Arrival: ++to_.num_arrived_; break;
         case Op::Step: to_.on_step(steps_[step_++]); break;
         case Op::Token: to_.itl_.add(gaps_[gap_++]); break;
+        case Op::Tokens:
+          for (const size_t end = gap_ + gap_counts_[gap_count_++]; gap_ < end; ++gap_) to_.itl_.add(gaps_[gap_]);
+          break;
         case Op::Finish: {
           const RequestRecord& r = finishes_[finish_++];
           to_.add_finish(r);
@@ -270,15 +286,16 @@ class RecorderShard final : public DeferredSink {
     ops_.clear();
     steps_.clear();
     gaps_.clear();
+    gap_counts_.clear();
     finishes_.clear();
     cancels_.clear();
     tokens_.clear();
     kv_counts_.clear();
-    next_ = step_ = gap_ = finish_ = cancel_ = token_ = kv_count_ = 0;
+    next_ = step_ = gap_ = gap_count_ = finish_ = cancel_ = token_ = kv_count_ = 0;
   }
 
  private:
-  enum class Op : uint8_t { Arrival, Step, Token, Finish, Cancel, KvStored, KvRemoved, KvCounts };
+  enum class Op : uint8_t { Arrival, Step, Token, Tokens, Finish, Cancel, KvStored, KvRemoved, KvCounts };
   [[noreturn]] static void refuse(const char* what) {
     throw std::logic_error(std::string("RecorderShard: ") + what + " is not an engine's step report");
   }
@@ -286,11 +303,12 @@ class RecorderShard final : public DeferredSink {
   std::vector<Op> ops_;
   std::vector<StepRecord> steps_;
   std::vector<double> gaps_;
+  std::vector<size_t> gap_counts_;  // a Tokens op's gaps
   std::vector<RequestRecord> finishes_;
   std::vector<CancelRecord> cancels_;
   std::vector<std::vector<int32_t>> tokens_;
   std::vector<std::pair<int64_t, int64_t>> kv_counts_;  // (stored, removed) a drain
-  size_t next_ = 0, step_ = 0, gap_ = 0, finish_ = 0, cancel_ = 0, token_ = 0, kv_count_ = 0;
+  size_t next_ = 0, step_ = 0, gap_ = 0, gap_count_ = 0, finish_ = 0, cancel_ = 0, token_ = 0, kv_count_ = 0;
 };
 
 std::unique_ptr<DeferredSink> RunRecorder::make_deferred() { return std::make_unique<RecorderShard>(*this); }

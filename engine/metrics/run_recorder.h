@@ -64,6 +64,9 @@ class RunRecorder : public MetricsSink {
   void on_step(const StepRecord& step) override;
   // (on_first_token is not overridden: a first token is in the finish record. Override it, and RecorderShard must keep it too.)
   void on_token(int instance, const Sequence& seq, double t, double gap_s) override;
+  // Only a RunRecorder itself: a subclass may override on_token to watch tokens.
+  bool takes_token_gaps_only() const override;
+  void on_token_gaps(int instance, const double* gaps, size_t n) override;
   void on_finish(int instance, const Sequence& seq, double t) override;
   void on_cancel(int instance, const Sequence& seq, double t, CancelReason reason) override;
   void on_cache_answer(const Request& request, double t, bool semantic, bool correct) override;

@@ -88,3 +88,40 @@ TEST_CASE("a counting sink hears the counts of the events it would have been sen
   auto d = small_engine(nullptr);  // no sink and no listener: nothing recorded
   CHECK_FALSE(d->kv_cache().recording_events());
 }
+
+namespace {
+
+// A RunRecorder that watches every token: its engine reports them one by one.
+class TokenWatchingRecorder : public RunRecorder {
+ public:
+  void on_token(int instance, const Sequence& seq, double t, double gap_s) override {
+    RunRecorder::on_token(instance, seq, t, gap_s);
+    gaps.push_back(gap_s);
+  }
+  std::vector<double> gaps;
+};
+
+}  // namespace
+
+TEST_CASE("a sink that takes only token gaps hears a step's in one call, the same gaps in the same order",
+          "[engine][metrics]") {
+  RunRecorder batched;
+  CHECK(batched.takes_token_gaps_only());
+  auto a = small_engine(&batched);
+  run_virtual(*a, requests());
+
+  TokenWatchingRecorder watching;
+  CHECK_FALSE(watching.takes_token_gaps_only());  // a subclass may watch tokens
+  auto b = small_engine(&watching);
+  run_virtual(*b, requests());
+
+  REQUIRE(watching.gaps.size() > 100);
+  CHECK(batched.itl().count() == static_cast<int64_t>(watching.gaps.size()));
+  // The histogram's sum is order-sensitive: the same mean, bit for bit, means the same adds in the same order.
+  double sum = 0;
+  for (double g : watching.gaps) sum += g;
+  CHECK(batched.itl().mean() == sum / static_cast<double>(watching.gaps.size()));
+  CHECK(batched.itl().mean() == watching.itl().mean());
+  CHECK(batched.itl().quantile(0.5) == watching.itl().quantile(0.5));
+  CHECK(batched.itl().quantile(0.99) == watching.itl().quantile(0.99));
+}
