@@ -33,8 +33,7 @@ Engine::Engine(int instance, const EngineConfig& config, int num_blocks, std::un
       on_invalid_(config.on_invalid) {
   scheduler_.set_hand_off_after_prefill(config.hand_off_after_prefill);
   scheduler_.set_key_prefix(config.key_prefix);
-  sink_takes_gaps_ = sink_ && sink_->takes_token_gaps_only();
-  choose_kv_recording();
+  choose_sink_paths();
 }
 
 void Engine::choose_kv_recording() {
@@ -50,12 +49,16 @@ void Engine::choose_kv_recording() {
   kv_.set_recording(want);
 }
 
+void Engine::choose_sink_paths() {
+  sink_takes_gaps_ = sink_ && sink_->takes_token_gaps_only();
+  choose_kv_recording();
+}
+
 void Engine::set_sink(MetricsSink* sink) {
   if ((sink == nullptr) != (sink_ == nullptr))
     throw std::logic_error("Engine::set_sink: an engine keeps having a sink, or keeps having none");
   sink_ = sink;
-  sink_takes_gaps_ = sink_ && sink_->takes_token_gaps_only();
-  choose_kv_recording();
+  choose_sink_paths();
 }
 
 void Engine::add_kv_listener(KvEventListener* listener) {

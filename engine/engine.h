@@ -127,6 +127,8 @@ class Engine {
   // What the KV cache records: events for listeners and for a sink that
   // watches them, only counts for a sink that counts them, nothing without either.
   void choose_kv_recording();
+  // How the sink hears token gaps (one call a step, or one a token) and KV events: on construction and set_sink.
+  void choose_sink_paths();
 
   int instance_;
   KvCacheManager kv_;

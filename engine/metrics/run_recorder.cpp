@@ -216,12 +216,9 @@ class RecorderShard final : public DeferredSink {
     ops_.push_back(Op::Step);
     steps_.push_back(step);
   }
-  void on_token(int, const Sequence&, double, double gap_s) override {
-    ops_.push_back(Op::Token);
-    gaps_.push_back(gap_s);
-  }
   // deliver() adds the gaps to the recorder's histogram, never calling its on_token.
   bool takes_token_gaps_only() const override { return true; }
+  void on_token(int instance, const Sequence&, double, double gap_s) override { on_token_gaps(instance, &gap_s, 1); }
   void on_token_gaps(int, const double* gaps, size_t n) override {
     ops_.push_back(Op::Tokens);
     gap_counts_.push_back(n);
@@ -258,7 +255,6 @@ class RecorderShard final : public DeferredSink {
     for (; next_ < upto; ++next_) switch (ops_[next_]) {
         case Op::Arrival: ++to_.num_arrived_; break;
         case Op::Step: to_.on_step(steps_[step_++]); break;
-        case Op::Token: to_.itl_.add(gaps_[gap_++]); break;
         case Op::Tokens:
           for (const size_t end = gap_ + gap_counts_[gap_count_++]; gap_ < end; ++gap_) to_.itl_.add(gaps_[gap_]);
           break;
@@ -295,7 +291,7 @@ class RecorderShard final : public DeferredSink {
   }
 
  private:
-  enum class Op : uint8_t { Arrival, Step, Token, Tokens, Finish, Cancel, KvStored, KvRemoved, KvCounts };
+  enum class Op : uint8_t { Arrival, Step, Tokens, Finish, Cancel, KvStored, KvRemoved, KvCounts };
   [[noreturn]] static void refuse(const char* what) {
     throw std::logic_error(std::string("RecorderShard: ") + what + " is not an engine's step report");
   }
