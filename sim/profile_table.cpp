@@ -1,12 +1,11 @@
 #include "sim/profile_table.h"
 
-#include <H5Cpp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 
 #include "engine/common/config_error.h"
+#include "engine/metrics/h5_c.h"
 #include "engine/metrics/results_file.h"
 
 namespace testbed {
@@ -96,29 +95,33 @@ ProfileTable ProfileTable::load(const std::string& path) {
   if (!std::filesystem::exists(path, ec)) throw ConfigError("cost_model.profile: file not found: " + path);
   if (!std::filesystem::is_regular_file(path, ec)) throw ConfigError(path + ": not a profile table (not a regular file)");
   ProfileTable t;
-  // HDF5's C++ exceptions are not std::exceptions: every H5 call stays inside this try.
+  // Every H5 call stays inside this try: a file HDF5 cannot read is a ConfigError naming it.
+  h5::quiet();
   try {
-    H5::Exception::dontPrint();
-    H5::H5File f(path, H5F_ACC_RDONLY);
-    H5::Group g = f.openGroup("profile");
+    const h5::H5Id f = h5::open_file(path, H5F_ACC_RDONLY);
+    if (!h5::exists(f, "profile")) throw h5::Error("no group /profile");
+    const h5::H5Id g = h5::open_group(f, "profile");
     // Every profile dataset is a 1-D column of at most `max_size` numbers: the
     // rank and the extent are checked before anything is allocated or read, so a
     // 2-D, 3-D or scalar dataset, or a huge one, is an error, not an overflow.
     auto read = [&](const char* name, hsize_t max_size) {
-      H5::DataSet ds = g.openDataSet(name);
-      const H5::DataSpace space = ds.getSpace();
-      if (!space.isSimple() || space.getSimpleExtentNdims() != 1)
-        throw ConfigError(path + ": profile/" + name + " must be a 1-D dataset (it has rank " +
-                          std::to_string(space.getSimpleExtentNdims()) + ")");
-      if (ds.getTypeClass() != H5T_FLOAT && ds.getTypeClass() != H5T_INTEGER)
-        throw ConfigError(path + ": profile/" + name + " must hold numbers");
+      if (!h5::exists(g, name)) throw h5::Error(std::string("no dataset profile/") + name);
+      const h5::H5Id ds = h5::open_dataset(g, name);
+      const h5::H5Id space(H5Dget_space(ds), H5Sclose, "H5Dget_space");
+      const int rank = h5::check(H5Sget_simple_extent_ndims(space), "H5Sget_simple_extent_ndims");
+      if (H5Sget_simple_extent_type(space) != H5S_SIMPLE || rank != 1)
+        throw ConfigError(path + ": profile/" + name + " must be a 1-D dataset (it has rank " + std::to_string(rank) +
+                          ")");
+      const h5::H5Id type(H5Dget_type(ds), H5Tclose, "H5Dget_type");
+      const H5T_class_t cls = H5Tget_class(type);
+      if (cls != H5T_FLOAT && cls != H5T_INTEGER) throw ConfigError(path + ": profile/" + name + " must hold numbers");
       hsize_t dims[1] = {0};
-      space.getSimpleExtentDims(dims);
+      h5::check(H5Sget_simple_extent_dims(space, dims, nullptr), "H5Sget_simple_extent_dims");
       if (dims[0] > max_size)
         throw ConfigError(path + ": profile/" + name + " has " + std::to_string(dims[0]) + " values, more than " +
                           std::to_string(max_size));
       std::vector<double> v(static_cast<size_t>(dims[0]));
-      if (!v.empty()) ds.read(v.data(), H5::PredType::NATIVE_DOUBLE);
+      if (!v.empty()) h5::check(H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), "H5Dread");
       return v;
     };
     // Measured grids are thousands of points; these bounds keep a tiny file that
@@ -131,15 +134,16 @@ ProfileTable ProfileTable::load(const std::string& path) {
     t.step_s = read("step_s", std::min(cells, kMaxValues));
     // Where it was measured (string attributes; absent in hand-made tables).
     for (auto [name, out] : {std::pair<const char*, std::string*>{"executor", &t.executor}, {"model", &t.model}}) {
-      if (!g.attrExists(name)) continue;
-      H5::Attribute a = g.openAttribute(name);
-      // One string: reading an array of variable-length strings into one would write past it.
-      if (a.getTypeClass() != H5T_STRING || a.getSpace().getSimpleExtentNpoints() != 1)
+      if (h5::check(H5Aexists(g, name), "H5Aexists") <= 0) continue;
+      const h5::H5Id a(H5Aopen(g, name, H5P_DEFAULT), H5Aclose, "H5Aopen");
+      const h5::H5Id type(H5Aget_type(a), H5Tclose, "H5Aget_type");
+      const h5::H5Id space(H5Aget_space(a), H5Sclose, "H5Aget_space");
+      if (H5Tget_class(type) != H5T_STRING || H5Sget_simple_extent_npoints(space) != 1)
         throw ConfigError(path + ": profile attribute " + name + " must be one string");
-      a.read(a.getStrType(), *out);
+      *out = h5::read_string_attr(a);  // fixed-length or variable-length
     }
-  } catch (const H5::Exception& e) {
-    throw ConfigError(path + ": not a profile table (" + e.getDetailMsg() + ")");
+  } catch (const h5::Error& e) {
+    throw ConfigError(path + ": not a profile table (" + e.what() + ")");
   }
   t.validate(path);
   return t;

@@ -1,7 +1,5 @@
 #include "engine/metrics/results_file.h"
 
-#include <H5Cpp.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -11,17 +9,29 @@
 #include <type_traits>
 
 #include "engine/common/config_error.h"
+#include "engine/metrics/h5_c.h"
 #include "engine/metrics/units.h"
 
 namespace testbed {
 namespace {
 
-// The "unit" attribute of a column (engine/metrics/units.h).
-void set_unit(H5::DataSet& ds, const std::string& unit) {
-  H5::StrType type(H5::PredType::C_S1, std::max<size_t>(unit.size(), 1));
-  H5::Attribute a = ds.createAttribute("unit", type, H5::DataSpace(H5S_SCALAR));
-  a.write(type, unit.empty() ? std::string(" ") : unit);
+// A scalar attribute `name` of `at` holding `v` as a fixed-length string
+// ("" stored as one space: HDF5 has no empty fixed-length strings).
+void write_string_attr(hid_t at, const std::string& name, const std::string& v) {
+  const std::string text = v.empty() ? std::string(" ") : v;
+  const h5::H5Id type = h5::string_type(text.size(), H5T_STR_NULLTERM);
+  const h5::H5Id space(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate");
+  const h5::H5Id a(H5Acreate2(at, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose, "H5Acreate");
+  h5::check(H5Awrite(a, type, text.data()), "H5Awrite");
 }
+
+// Removes attribute `name` of `at` if it has one (set_attr overwrites).
+void remove_attr(hid_t at, const std::string& name) {
+  if (h5::check(H5Aexists(at, name.c_str()), "H5Aexists") > 0) h5::check(H5Adelete(at, name.c_str()), "H5Adelete");
+}
+
+// The "unit" attribute of a column (engine/metrics/units.h).
+void set_unit(hid_t ds, const std::string& unit) { write_string_attr(ds, "unit", unit); }
 
 }  // namespace
 
@@ -38,19 +48,19 @@ bool compressed_column(bool integral, size_t rows) {
 namespace {
 
 template <class T>
-void write_dataset(H5::H5File& file, const std::string& path, const std::vector<T>& v, const H5::PredType& type,
-                   const std::string& unit) {
-  hsize_t dims[1] = {v.size()};
-  H5::DataSpace space(1, dims);
-  H5::DSetCreatPropList props;
+void write_dataset(hid_t file, const std::string& path, const std::vector<T>& v, hid_t type, const std::string& unit) {
+  const hsize_t dims[1] = {v.size()};
+  const h5::H5Id space(H5Screate_simple(1, dims, nullptr), H5Sclose, "H5Screate_simple");
+  const h5::H5Id props(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
   if (compressed_column(std::is_integral<T>::value, v.size())) {  // chunked + compressed: per-step tables of long simulations get large
-    hsize_t chunk[1] = {std::min<hsize_t>(v.size(), 65536)};
-    props.setChunk(1, chunk);
-    props.setShuffle();  // bytes grouped by significance: integers shrink 7x instead of 4.7x, and deflate runs faster
-    props.setDeflate(1);  // level 1: most of the saving, a fraction of level 4's time on million-row tables
+    const hsize_t chunk[1] = {std::min<hsize_t>(v.size(), 65536)};
+    h5::check(H5Pset_chunk(props, 1, chunk), "H5Pset_chunk");
+    h5::check(H5Pset_shuffle(props), "H5Pset_shuffle");  // bytes grouped by significance: integers shrink 7x instead of 4.7x, and deflate runs faster
+    h5::check(H5Pset_deflate(props, 1), "H5Pset_deflate");  // level 1: most of the saving, a fraction of level 4's time on million-row tables
   }
-  H5::DataSet ds = file.createDataSet(path, type, space, props);
-  if (!v.empty()) ds.write(v.data(), type);
+  const h5::H5Id ds(H5Dcreate2(file, path.c_str(), type, space, H5P_DEFAULT, props, H5P_DEFAULT), H5Dclose,
+                    "H5Dcreate");
+  if (!v.empty()) h5::check(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), "H5Dwrite");
   set_unit(ds, unit);
 }
 
@@ -58,12 +68,10 @@ void write_dataset(H5::H5File& file, const std::string& path, const std::vector<
 
 ResultsFile::ResultsFile(const std::string& path)
     : path_(path), tmp_path_(path + ".tmp"), pending_(std::make_unique<PendingFile>(tmp_path_)) {
-  H5::Exception::dontPrint();
-  try {
-    file_ = std::make_unique<H5::H5File>(tmp_path_, H5F_ACC_TRUNC);
-  } catch (const H5::Exception& e) {
-    throw ConfigError(path + ": cannot create results file (" + e.getDetailMsg() + ")");
-  }
+  h5::quiet();
+  const hid_t f = H5Fcreate(tmp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (f < 0) throw ConfigError(path + ": cannot create results file (" + h5::error_text() + ")");
+  file_ = std::make_unique<h5::H5Id>(f, H5Fclose, "H5Fcreate");
 }
 
 ResultsFile::~ResultsFile() {
@@ -74,12 +82,12 @@ ResultsFile::~ResultsFile() {
 }
 
 void ResultsFile::ensure_group(const std::string& group) {
-  if (file_->nameExists(group)) return;
+  if (h5::exists(*file_, group)) return;
   // Columns and attributes keep the order they were written in (h5py lists them so).
   const hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
   H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
   H5Pset_attr_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
-  const hid_t g = H5Gcreate2(file_->getId(), group.c_str(), H5P_DEFAULT, gcpl, H5P_DEFAULT);
+  const hid_t g = H5Gcreate2(*file_, group.c_str(), H5P_DEFAULT, gcpl, H5P_DEFAULT);
   H5Pclose(gcpl);
   if (g < 0) throw ConfigError(path_ + ": cannot create group /" + group);
   H5Gclose(g);
@@ -92,7 +100,7 @@ void ResultsFile::add_column(const std::string& group, const std::string& name, 
 void ResultsFile::add_column(const std::string& group, const std::string& name, const std::string& unit,
                              const std::vector<double>& v) {
   ensure_group(group);
-  write_dataset(*file_, group + "/" + name, v, H5::PredType::NATIVE_DOUBLE, unit);
+  write_dataset(*file_, group + "/" + name, v, H5T_NATIVE_DOUBLE, unit);
 }
 
 void ResultsFile::add_column(const std::string& group, const std::string& name, const std::vector<int64_t>& v) {
@@ -102,7 +110,7 @@ void ResultsFile::add_column(const std::string& group, const std::string& name, 
 void ResultsFile::add_column(const std::string& group, const std::string& name, const std::string& unit,
                              const std::vector<int64_t>& v) {
   ensure_group(group);
-  write_dataset(*file_, group + "/" + name, v, H5::PredType::NATIVE_INT64, unit);
+  write_dataset(*file_, group + "/" + name, v, H5T_NATIVE_INT64, unit);
 }
 
 void ResultsFile::add_column(const std::string& group, const std::string& name, const std::vector<int32_t>& v) {
@@ -112,7 +120,7 @@ void ResultsFile::add_column(const std::string& group, const std::string& name, 
 void ResultsFile::add_column(const std::string& group, const std::string& name, const std::string& unit,
                              const std::vector<int32_t>& v) {
   ensure_group(group);
-  write_dataset(*file_, group + "/" + name, v, H5::PredType::NATIVE_INT32, unit);
+  write_dataset(*file_, group + "/" + name, v, H5T_NATIVE_INT32, unit);
 }
 
 void ResultsFile::add_column(const std::string& group, const std::string& name, const std::vector<std::string>& v) {
@@ -126,64 +134,81 @@ void ResultsFile::add_column(const std::string& group, const std::string& name, 
   for (const std::string& x : v) width = std::max(width, x.size());
   std::string flat(width * v.size(), '\0');
   for (size_t i = 0; i < v.size(); ++i) flat.replace(i * width, v[i].size(), v[i]);
-  H5::StrType type(H5::PredType::C_S1, width);
-  type.setStrpad(H5T_STR_NULLPAD);
-  hsize_t dims[1] = {v.size()};
-  H5::DataSet ds = file_->createDataSet(group + "/" + name, type, H5::DataSpace(1, dims));
-  if (!v.empty()) ds.write(flat.data(), type);
+  const h5::H5Id type = h5::string_type(width, H5T_STR_NULLPAD);
+  const hsize_t dims[1] = {v.size()};
+  const h5::H5Id space(H5Screate_simple(1, dims, nullptr), H5Sclose, "H5Screate_simple");
+  const std::string path = group + "/" + name;
+  const h5::H5Id ds(H5Dcreate2(*file_, path.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose,
+                    "H5Dcreate");
+  if (!v.empty()) h5::check(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, flat.data()), "H5Dwrite");
   set_unit(ds, unit);
 }
 
 std::vector<std::vector<ResultsAttr>> read_results_attrs(const std::string& path,
                                                          const std::vector<std::string>& groups) {
-  H5::Exception::dontPrint();
+  h5::quiet();
   std::vector<std::vector<ResultsAttr>> out;
   try {
-    H5::H5File file(path, H5F_ACC_RDONLY);
+    const h5::H5Id file = h5::open_file(path, H5F_ACC_RDONLY);
     for (const std::string& group : groups) {
-      if (!file.nameExists(group)) throw ConfigError(path + ": no group /" + group);
-      H5::Group g = file.openGroup(group);
+      if (!h5::exists(file, group)) throw ConfigError(path + ": no group /" + group);
+      const h5::H5Id g = h5::open_group(file, group);
       std::vector<ResultsAttr>& attrs = out.emplace_back();
-      const int n = g.getNumAttrs();
-      for (int i = 0; i < n; ++i) {
-        H5::Attribute a = g.openAttribute(static_cast<unsigned>(i));
+      // In the order they were written (the testbed's groups track it: ensure_group), as h5py lists them.
+      std::vector<std::string> names;
+      h5::check(H5Aiterate2(
+                    g, h5::attr_order(g), H5_ITER_INC, nullptr,
+                    [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
+                      static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+                      return 0;
+                    },
+                    &names),
+                "H5Aiterate");
+      for (const std::string& name : names) {
+        const h5::H5Id a(H5Aopen(g, name.c_str(), H5P_DEFAULT), H5Aclose, "H5Aopen");
         ResultsAttr r;
-        r.name = a.getName();
-        if (a.getTypeClass() == H5T_STRING) {
+        r.name = name;
+        const h5::H5Id type(H5Aget_type(a), H5Tclose, "H5Aget_type");
+        if (H5Tget_class(type) == H5T_STRING) {
           r.is_text = true;
-          a.read(a.getStrType(), r.text);
-          r.text = r.text.c_str();            // fixed-length strings may carry padding NULs
+          r.text = h5::read_string_attr(a);   // fixed-length strings' padding NULs dropped
           if (r.text == " ") r.text.clear();  // set_attr stores "" as one space (HDF5 has no empty fixed strings)
         } else {
-          a.read(H5::PredType::NATIVE_DOUBLE, &r.number);
+          h5::check(H5Aread(a, H5T_NATIVE_DOUBLE, &r.number), "H5Aread");
         }
         attrs.push_back(std::move(r));
       }
     }
-  } catch (const H5::Exception& e) {
-    throw ConfigError(path + ": cannot read results file (" + e.getDetailMsg() + ")");
+  } catch (const h5::Error& e) {
+    throw ConfigError(path + ": cannot read results file (" + e.what() + ")");
   }
   return out;
 }
 
 std::vector<std::vector<double>> read_results_columns(const std::string& path, const std::string& group,
                                                       const std::vector<std::string>& names) {
-  H5::Exception::dontPrint();
+  h5::quiet();
   std::vector<std::vector<double>> out;
   try {
-    H5::H5File file(path, H5F_ACC_RDONLY);
-    if (!file.nameExists(group)) throw ConfigError(path + ": no table /" + group);
+    const h5::H5Id file = h5::open_file(path, H5F_ACC_RDONLY);
+    if (!h5::exists(file, group)) throw ConfigError(path + ": no table /" + group);
     for (const std::string& name : names) {
-      if (!file.nameExists(group + "/" + name)) throw ConfigError(path + ": /" + group + " has no column " + name);
-      H5::DataSet ds = file.openDataSet(group + "/" + name);
-      if (ds.getTypeClass() == H5T_STRING) throw ConfigError(path + ": /" + group + "/" + name + " is not numeric");
+      if (!h5::exists(file, group + "/" + name)) throw ConfigError(path + ": /" + group + " has no column " + name);
+      const h5::H5Id ds = h5::open_dataset(file, group + "/" + name);
+      const h5::H5Id type(H5Dget_type(ds), H5Tclose, "H5Dget_type");
+      const H5T_class_t cls = H5Tget_class(type);
+      if (cls != H5T_INTEGER && cls != H5T_FLOAT)
+        throw ConfigError(path + ": /" + group + "/" + name + " is not numeric");
+      const h5::H5Id space(H5Dget_space(ds), H5Sclose, "H5Dget_space");
+      if (h5::check(H5Sget_simple_extent_ndims(space), "H5Sget_simple_extent_ndims") != 1)
+        throw ConfigError(path + ": /" + group + "/" + name + " is not a column (1-D)");
       hsize_t dims[1] = {0};
-      ds.getSpace().getSimpleExtentDims(dims);
+      h5::check(H5Sget_simple_extent_dims(space, dims, nullptr), "H5Sget_simple_extent_dims");
       std::vector<double>& v = out.emplace_back(dims[0]);
-      if (dims[0]) ds.read(v.data(), H5::PredType::NATIVE_DOUBLE);
+      if (dims[0]) h5::check(H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), "H5Dread");
     }
-  } catch (const H5::Exception& e) {
-    throw ConfigError(path + ": cannot read results file (" + e.getDetailMsg() + ")");
+  } catch (const h5::Error& e) {
+    throw ConfigError(path + ": cannot read results file (" + e.what() + ")");
   }
   return out;
 }
@@ -195,19 +220,19 @@ std::vector<ResultsAttr> read_results_attrs(const std::string& path, const std::
 void ResultsFile::set_attr(const std::string& group, const std::string& name, double v) {
   if (group == "summary") set_attr("summary_units", name, summary_unit(name));  // a summary value never lacks its unit
   ensure_group(group);
-  H5::Group g = file_->openGroup(group);
-  if (g.attrExists(name)) g.removeAttr(name);
-  H5::Attribute a = g.createAttribute(name, H5::PredType::NATIVE_DOUBLE, H5::DataSpace(H5S_SCALAR));
-  a.write(H5::PredType::NATIVE_DOUBLE, &v);
+  const h5::H5Id g = h5::open_group(*file_, group);
+  remove_attr(g, name);
+  const h5::H5Id space(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate");
+  const h5::H5Id a(H5Acreate2(g, name.c_str(), H5T_NATIVE_DOUBLE, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose,
+                   "H5Acreate");
+  h5::check(H5Awrite(a, H5T_NATIVE_DOUBLE, &v), "H5Awrite");
 }
 
 void ResultsFile::set_attr(const std::string& group, const std::string& name, const std::string& v) {
   ensure_group(group);
-  H5::Group g = file_->openGroup(group);
-  if (g.attrExists(name)) g.removeAttr(name);
-  H5::StrType type(H5::PredType::C_S1, std::max<size_t>(v.size(), 1));
-  H5::Attribute a = g.createAttribute(name, type, H5::DataSpace(H5S_SCALAR));
-  a.write(type, v.empty() ? std::string(" ") : v);
+  const h5::H5Id g = h5::open_group(*file_, group);
+  remove_attr(g, name);
+  write_string_attr(g, name, v);
 }
 
 namespace {
@@ -384,7 +409,7 @@ void ResultsFile::write_tokens(const std::vector<int64_t>& request_ids, const st
 }
 
 void ResultsFile::commit() {
-  file_->close();
+  file_->close("H5Fclose");  // the file's last writes: a failure is an error
   file_.reset();
   std::filesystem::rename(tmp_path_, path_);
   committed_ = true;

@@ -25,8 +25,8 @@
 #include "engine/metrics/run_recorder.h"
 #include "engine/metrics/summary.h"
 
-namespace H5 {
-class H5File;
+namespace testbed::h5 {
+class H5Id;
 }
 
 namespace testbed {
@@ -98,7 +98,7 @@ class ResultsFile {
  private:
   void ensure_group(const std::string& group);
   std::string path_, tmp_path_;
-  std::unique_ptr<H5::H5File> file_;
+  std::unique_ptr<h5::H5Id> file_;  // HDF5 through its C API (engine/metrics/h5_c.h)
   bool committed_ = false;
   std::unique_ptr<PendingFile> pending_;  // removed on a signal until committed
 };

@@ -1,5 +1,3 @@
-#include <H5Cpp.h>
-
 #include <iostream>
 #include <new>
 
@@ -54,10 +52,6 @@ int cli_main(int argc, char** argv) {
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "testbed: failed: " << e.what() << "\n";
-    remove_pending_files();
-    return 1;
-  } catch (const H5::Exception& e) {  // HDF5's exceptions are not std::exceptions
-    std::cerr << "testbed: failed: HDF5: " << e.getFuncName() << ": " << e.getDetailMsg() << "\n";
     remove_pending_files();
     return 1;
   } catch (...) {

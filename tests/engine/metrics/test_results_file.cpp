@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <numeric>
 #include <set>
@@ -21,6 +22,7 @@
 #include "engine/common/rng.h"
 #include "engine/metrics/results_file.h"
 #include "engine/metrics/units.h"
+#include "support/config_error_of.h"
 
 using namespace testbed;
 namespace fs = std::filesystem;
@@ -613,4 +615,55 @@ TEST_CASE("every column carries its unit, and an undocumented one is an internal
   }
   CHECK(summary_unit("pool_decode_gpu_seconds") == "GPU-s");  // a pattern's instance
   CHECK_THROWS_AS(summary_unit("pool__gpu_seconds"), std::logic_error);  // <NAME> is never empty
+}
+
+TEST_CASE("the results readers take a file written by another tool: attributes by name, variable-length strings",
+          "[metrics][results_file]") {
+  // As h5py writes by default: groups that do not track creation order,
+  // variable-length string attributes, a 2-D dataset beside the columns.
+  ScratchDir scratch("foreign");
+  const std::string path = scratch.file("other.h5");
+  {
+    H5::H5File f(path, H5F_ACC_TRUNC);
+    H5::Group g = f.createGroup("summary");
+    H5::StrType vlen(H5::PredType::C_S1, H5T_VARIABLE);
+    g.createAttribute("zeta", vlen, H5::DataSpace(H5S_SCALAR)).write(vlen, std::string("last by name"));
+    const double x = 2.5;
+    g.createAttribute("alpha", H5::PredType::NATIVE_DOUBLE, H5::DataSpace(H5S_SCALAR)).write(H5::PredType::NATIVE_DOUBLE, &x);
+    H5::StrType fixed(H5::PredType::C_S1, 8);
+    fixed.setStrpad(H5T_STR_NULLPAD);
+    g.createAttribute("mid", fixed, H5::DataSpace(H5S_SCALAR)).write(fixed, std::string("pad\0\0\0\0\0", 8));
+    H5::Group t = f.createGroup("requests");
+    const hsize_t n[1] = {3}, nn[2] = {2, 2};
+    const int32_t ids[3] = {4, 5, 6};
+    t.createDataSet("id", H5::PredType::NATIVE_INT32, H5::DataSpace(1, n)).write(ids, H5::PredType::NATIVE_INT32);
+    const double grid[4] = {1, 2, 3, 4};
+    t.createDataSet("grid", H5::PredType::NATIVE_DOUBLE, H5::DataSpace(2, nn)).write(grid, H5::PredType::NATIVE_DOUBLE);
+    H5::StrType word(H5::PredType::C_S1, 4);
+    t.createDataSet("word", word, H5::DataSpace(1, n)).write("abcdefghijkl", word);
+  }
+  const std::vector<ResultsAttr> attrs = read_results_attrs(path, "summary");
+  REQUIRE(attrs.size() == 3);
+  CHECK(attrs[0].name == "alpha");  // no creation order kept: by name
+  CHECK_FALSE(attrs[0].is_text);
+  CHECK(attrs[0].number == 2.5);
+  CHECK(attrs[1].name == "mid");
+  CHECK(attrs[1].is_text);
+  CHECK(attrs[1].text == "pad");  // the padding NULs dropped
+  CHECK(attrs[2].name == "zeta");
+  CHECK(attrs[2].is_text);
+  CHECK(attrs[2].text == "last by name");
+  CHECK(read_results_columns(path, "requests", {"id"}) == std::vector<std::vector<double>>{{4, 5, 6}});
+  CHECK_THAT(testbed_test::config_error_of([&] { read_results_columns(path, "requests", {"grid"}); }),
+             Catch::Contains("/requests/grid is not a column (1-D)"));
+  CHECK_THAT(testbed_test::config_error_of([&] { read_results_columns(path, "requests", {"word"}); }),
+             Catch::Contains("/requests/word is not numeric"));
+  CHECK_THAT(testbed_test::config_error_of([&] { read_results_columns(path, "requests", {"none"}); }),
+             Catch::Contains("/requests has no column none"));
+  CHECK_THAT(testbed_test::config_error_of([&] { read_results_attrs(path, "steps"); }), Catch::Contains("no group /steps"));
+  // Not an HDF5 file at all: a ConfigError naming the file, with HDF5's reason.
+  const std::string junk = scratch.file("junk.h5");
+  { std::ofstream(junk) << "not hdf5"; }
+  CHECK_THAT(testbed_test::config_error_of([&] { read_results_attrs(junk, "summary"); }),
+             Catch::Contains(junk + ": cannot read results file (H5Fopen failed"));
 }
