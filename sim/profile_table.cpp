@@ -136,10 +136,7 @@ ProfileTable ProfileTable::load(const std::string& path) {
     for (auto [name, out] : {std::pair<const char*, std::string*>{"executor", &t.executor}, {"model", &t.model}}) {
       if (h5::check(H5Aexists(g, name), "H5Aexists") <= 0) continue;
       const h5::H5Id a(H5Aopen(g, name, H5P_DEFAULT), H5Aclose, "H5Aopen");
-      const h5::H5Id type(H5Aget_type(a), H5Tclose, "H5Aget_type");
-      const h5::H5Id space(H5Aget_space(a), H5Sclose, "H5Aget_space");
-      if (H5Tget_class(type) != H5T_STRING || H5Sget_simple_extent_npoints(space) != 1)
-        throw ConfigError(path + ": profile attribute " + name + " must be one string");
+      if (!h5::is_one_string(a)) throw ConfigError(path + ": profile attribute " + name + " must be one string");
       *out = h5::read_string_attr(a);  // fixed-length or variable-length
     }
   } catch (const h5::Error& e) {

@@ -3,9 +3,10 @@
 //
 // Not the C++ API: its archive's static objects (H5::PropList::DEFAULT and
 // the rest) start the whole HDF5 library before main, in every process that
-// links it. That was 5 of a `testbed` start's 8.6 ms and 214 of its 319 page
-// faults, paid twice by driver.huge_pages, which executes the process again,
-// and by every command that never touches a file. Through the C API the
+// links it. Taking that out took a bare `testbed` start from 8.6 to 6.0 ms
+// and from 319 to 202 page faults (README, Fleet scale); driver.huge_pages,
+// which executes the process again, paid it twice, and every command that
+// never touches a file paid it once. Through the C API the
 // library starts at its first call: in the process that writes or reads.
 //
 // H5Id owns an identifier and closes it with the function it was made for.
@@ -57,22 +58,13 @@ T check(T value, const char* what) {
 
 class H5Id {
  public:
-  H5Id() = default;
   // Takes `id` (checked: a negative one is the error of `what`), closed by `close`.
   H5Id(hid_t id, herr_t (*close)(hid_t), const char* what) : id_(check(id, what)), close_(close) {}
   ~H5Id() { reset(); }
   H5Id(H5Id&& o) noexcept : id_(std::exchange(o.id_, H5I_INVALID_HID)), close_(o.close_) {}
-  H5Id& operator=(H5Id&& o) noexcept {
-    if (this != &o) {
-      reset();
-      id_ = std::exchange(o.id_, H5I_INVALID_HID);
-      close_ = o.close_;
-    }
-    return *this;
-  }
   H5Id(const H5Id&) = delete;
   H5Id& operator=(const H5Id&) = delete;
-  hid_t get() const { return id_; }
+  H5Id& operator=(H5Id&&) = delete;
   operator hid_t() const { return id_; }
   // Closes now; a failed close (a file's last write) is an error, not silence.
   void close(const char* what) {
@@ -124,14 +116,20 @@ inline bool exists(hid_t at, const std::string& name) {
   }
 }
 
+// Whether attribute `attr` holds one string (not a number, not an array of
+// strings, which read_string_attr would write past).
+inline bool is_one_string(hid_t attr) {
+  const H5Id type(H5Aget_type(attr), H5Tclose, "H5Aget_type");
+  if (H5Tget_class(type) != H5T_STRING) return false;
+  const H5Id space(H5Aget_space(attr), H5Sclose, "H5Aget_space");
+  return check(H5Sget_simple_extent_npoints(space), "H5Sget_simple_extent_npoints") == 1;
+}
+
 // A string attribute of one value, fixed-length or variable-length, as text
 // (a fixed-length one's padding NULs dropped). Throws when it is not one string.
 inline std::string read_string_attr(hid_t attr) {
+  if (!is_one_string(attr)) throw Error("the attribute is not one string");
   const H5Id type(H5Aget_type(attr), H5Tclose, "H5Aget_type");
-  if (H5Tget_class(type) != H5T_STRING) throw Error("the attribute is not a string");
-  const H5Id space(H5Aget_space(attr), H5Sclose, "H5Aget_space");
-  if (check(H5Sget_simple_extent_npoints(space), "H5Sget_simple_extent_npoints") != 1)
-    throw Error("the attribute is not one string");
   if (check(H5Tis_variable_str(type), "H5Tis_variable_str") > 0) {
     H5Id mem(H5Tcopy(H5T_C_S1), H5Tclose, "H5Tcopy");
     check(H5Tset_size(mem, H5T_VARIABLE), "H5Tset_size");
