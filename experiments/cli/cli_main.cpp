@@ -5,13 +5,11 @@
 #include "engine/common/pending_files.h"
 #include "experiments/cli/command.h"
 #include "experiments/cli/commands.h"
-#include "experiments/cli/huge_pages.h"
 #include "experiments/cli/provenance.h"
 
 namespace testbed {
 
 int cli_main(int argc, char** argv) {
-  restore_environment_after_huge_pages_exec();  // before anything reads the environment
   set_command_line(argc, argv);
   std::vector<std::string> args(argv + 1, argv + argc);
   const CommandRegistry& commands = CommandRegistry::instance();

@@ -1,4 +1,5 @@
 #include "experiments/cli/experiment.h"
+#include "experiments/cli/huge_pages.h"
 
 #include <algorithm>
 #include <chrono>
@@ -200,13 +201,17 @@ ExperimentResult run_experiment(const RunConfig& config, const RunSetup& setup) 
   driver_setup.semantic_cache = config.semantic_cache;
   std::unique_ptr<Driver> driver = config.resolved_driver().create(driver_setup);
   const EngineFactory make_engine = [&](int instance) {
+    advise_heap_growth();  // a large fleet's caches fill gigabytes before its first step
     const InstanceSetup& s = setup.instance(instance);
     std::unique_ptr<Executor> exec = make_executor(config, s);
     if (instance == 0) result.executor = exec->name();
     return std::make_unique<Engine>(instance, s.engine, s.num_blocks, std::move(exec), result.recorder.get());
   };
   ProgressPrinter printer(config.driver.progress);
-  const ProgressFn progress = [&](int64_t done, int64_t total) { printer.update(done, total); };
+  const ProgressFn progress = [&](int64_t done, int64_t total) {
+    printer.update(done, total);
+    advise_heap_growth();  // driver.huge_pages: after every step
+  };
   const DriverStats stats = driver->run(make_engine, *source, progress);
   printer.done();
   check_conservation(*result.recorder);

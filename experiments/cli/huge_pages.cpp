@@ -1,76 +1,87 @@
 #include "experiments/cli/huge_pages.h"
 
-#include <gnu/libc-version.h>
-#include <unistd.h>
+#include <malloc.h>
+#include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iterator>
-#include <stdexcept>
-#include <vector>
 
 #include "engine/common/config_error.h"
 
 namespace testbed {
 
-// 256 MiB of heap growth at a time: in a measured 64-instance fleet the heap
-// was then 97% on huge pages, against 25% with glibc's default.
-const char* const kHugePageTunables = "glibc.malloc.hugetlb=1:glibc.malloc.top_pad=268435456";
+namespace huge_pages_detail {
+
+char* advised_end = nullptr;
 
 namespace {
 
-// Set only across the exec: "-" when GLIBC_TUNABLES was unset, else "=" and its value.
-constexpr const char* kMarker = "TESTBED_HUGE_PAGES_EXEC";
+char* page_down(char* p) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(p) & ~(page - 1));
+}
+
+// 0, or the errno of a refused advice.
+int advise(char* from, char* to) {
+  from = page_down(from);
+  if (to <= from) return 0;
+  return madvise(from, static_cast<size_t>(to - from), MADV_HUGEPAGE) == 0 ? 0 : errno;
+}
+
+}  // namespace
+
+void advise_to(char* end) {
+  // A refusal here cannot happen where the first advice was taken (the same
+  // kernel, the same kind of memory); the growth would stay on 4 KiB pages.
+  if (end > advised_end) advise(advised_end, end);
+  // A trimmed heap keeps its advice; what grows back is a new mapping.
+  advised_end = end;
+}
+
+}  // namespace huge_pages_detail
+
+namespace {
+
+// Each heap growth: enough for the advice to cover whole 2 MiB ranges before
+// they are first touched. 1 GiB of address space costs nothing until touched;
+// a freed top above it goes back to the kernel.
+constexpr int kTopPad = 1 << 30;
 
 std::string& state() {
   static std::string s = "off";
   return s;
 }
 
-bool user_sets_tunables() {
-  const char* t = std::getenv("GLIBC_TUNABLES");
-  return t && (std::strstr(t, "glibc.malloc.hugetlb") || std::strstr(t, "glibc.malloc.top_pad"));
-}
-
-// This process's arguments, as the kernel keeps them (NUL-separated).
-std::vector<std::string> own_arguments() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::string> args;
-  for (size_t at = 0; at < all.size();) {
-    const size_t end = all.find('\0', at);
-    args.push_back(all.substr(at, end == std::string::npos ? std::string::npos : end - at));
-    if (end == std::string::npos) break;
-    at = end + 1;
-  }
-  return args;
+// The user set malloc up already: glibc's tunables, or the older variables it still reads.
+bool user_sets_malloc() {
+  if (const char* t = std::getenv("GLIBC_TUNABLES"))
+    for (const char* key : {"glibc.malloc.hugetlb", "glibc.malloc.top_pad", "glibc.malloc.mmap_threshold",
+                            "glibc.malloc.arena_max"})
+      if (std::strstr(t, key)) return true;
+  for (const char* var : {"MALLOC_TOP_PAD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_ARENA_MAX"})
+    if (std::getenv(var)) return true;
+  return false;
 }
 
 }  // namespace
 
-void restore_environment_after_huge_pages_exec() {
-  const char* m = std::getenv(kMarker);
-  if (!m) {
-    if (user_sets_tunables()) state() = "environment";
-    return;
-  }
-  if (m[0] == '=')
-    setenv("GLIBC_TUNABLES", m + 1, 1);
-  else
-    unsetenv("GLIBC_TUNABLES");
-  unsetenv(kMarker);
-  state() = "on";
-}
-
 std::string huge_pages_state() { return state(); }
 
 std::string huge_pages_unavailable_reason() {
-  int major = 0, minor = 0;
-  if (std::sscanf(gnu_get_libc_version(), "%d.%d", &major, &minor) != 2 || major < 2 || (major == 2 && minor < 35))
-    return std::string("glibc ") + gnu_get_libc_version() + " has no glibc.malloc.hugetlb tunable (2.35 or later has)";
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TESTBED_SANITIZER_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define TESTBED_SANITIZER_MALLOC 1
+#endif
+#endif
+#ifdef TESTBED_SANITIZER_MALLOC
+  return "this build's malloc is the sanitizer's, which glibc's mallopt does not set up";
+#endif
   const char* path = "/sys/kernel/mm/transparent_hugepage/enabled";
   std::ifstream in(path);
   std::string mode;
@@ -82,39 +93,37 @@ std::string huge_pages_unavailable_reason() {
 }
 
 void apply_huge_pages(const std::string& setting, bool simulated) {
-  if (setting == "off" || state() != "off") return;  // "on" or "environment": settled at start
+  if (setting == "off" || state() != "off") return;  // "on" or "environment": settled already
   if (setting == "auto" && !simulated) return;
-  if (user_sets_tunables()) {
+  if (user_sets_malloc()) {
     state() = "environment";
     return;
   }
-  const std::string why = huge_pages_unavailable_reason();
-  if (!why.empty()) {
-    if (setting == "on") throw ConfigError("driver.huge_pages: on, but " + why + " (auto or off runs without them)");
-    return;
+  std::string why = huge_pages_unavailable_reason();
+  if (why.empty() && (mallopt(M_ARENA_MAX, 1) != 1 || mallopt(M_MMAP_MAX, 0) != 1 ||
+                      mallopt(M_TOP_PAD, kTopPad) != 1))
+    why = "glibc's mallopt refused the heap's settings";
+  if (why.empty()) {
+    // Grow the heap now, by more than its free top holds, so the first
+    // growth is advised before anything is put in it.
+    char* before = static_cast<char*>(sbrk(0));
+    const size_t more = std::max<size_t>(mallinfo2().keepcost, 1 << 20) + (64 << 10);
+    void* p = std::malloc(more);
+    if (p == nullptr) throw std::bad_alloc();
+    *static_cast<volatile char*>(p) = 0;  // used, so the compiler keeps the call
+    char* end = static_cast<char*>(sbrk(0));
+    const int err = huge_pages_detail::advise(before, end);
+    std::free(p);
+    if (err != 0) {
+      why = std::string("the kernel refused madvise(MADV_HUGEPAGE) on the heap: ") + std::strerror(err);
+    } else {
+      huge_pages_detail::advised_end = end;
+      huge_pages_detail::advise_to(static_cast<char*>(sbrk(0)));  // the free may have trimmed it
+      state() = "on";
+      return;
+    }
   }
-  const char* old = std::getenv("GLIBC_TUNABLES");
-  const std::string marker = old ? std::string("=") + old : std::string("-");
-  const std::string tunables = old && *old ? std::string(old) + ":" + kHugePageTunables : kHugePageTunables;
-  std::vector<std::string> args = own_arguments();
-  if (args.empty()) throw std::runtime_error("driver.huge_pages: /proc/self/cmdline is not readable");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  setenv(kMarker, marker.c_str(), 1);
-  setenv("GLIBC_TUNABLES", tunables.c_str(), 1);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  execv("/proc/self/exe", argv.data());
-  // Only reached when the exec failed: put everything back before saying so.
-  const int err = errno;
-  unsetenv(kMarker);
-  if (old)
-    setenv("GLIBC_TUNABLES", marker.c_str() + 1, 1);
-  else
-    unsetenv("GLIBC_TUNABLES");
-  throw std::runtime_error(std::string("driver.huge_pages: executing /proc/self/exe again failed: ") + std::strerror(err) +
-                           " (driver.huge_pages = off runs without huge pages)");
+  if (setting == "on") throw ConfigError("driver.huge_pages: on, but " + why + " (auto or off runs without them)");
 }
 
 }  // namespace testbed

@@ -2,47 +2,64 @@
 //
 // A large fleet's step reads the records of many sequences and several hash
 // tables scattered over hundreds of MB to GB. On 4 KiB pages most of those
-// reads also miss the TLB, and the miss is a page walk. glibc's malloc can put
-// what it maps on 2 MiB pages. glibc.malloc.hugetlb=1 makes it
-// madvise(MADV_HUGEPAGE) every region it maps, which the kernel honours in
-// its `madvise` THP mode. glibc.malloc.top_pad makes its heap grow in steps
-// large enough that the advice covers whole 2 MiB ranges before they are
-// first touched. Without top_pad, most of a fleet's heap stayed on 4 KiB
-// pages (README, Fleet scale).
+// reads also miss the TLB, and the miss is a page walk. The kernel backs a
+// region with 2 MiB pages where it is madvise(MADV_HUGEPAGE)d (its `madvise`
+// THP mode) and a whole 2 MiB range of it is untouched when first touched.
 //
-// glibc reads its tunables only when a process starts (GLIBC_TUNABLES), so
-// the switch executes the process again with them set. The new process puts
-// the environment back as the user had it first thing (restore_environment),
-// so anything it starts sees no change. Results do not depend on it: only
-// where the memory lies changes.
+// So the switch, in this process, before the run allocates anything large:
+//  - makes glibc's heap grow 1 GiB at a time (M_TOP_PAD), so each growth is
+//    advised before most of it is touched;
+//  - serves every allocation from that heap, none from a mapping of its own
+//    (M_MMAP_MAX = 0), and keeps every thread on it (M_ARENA_MAX = 1): a
+//    mapping, or another thread's arena, is memory this switch would not see;
+//  - grows the heap once and advises it.
+// advise_heap_growth() then advises whatever the heap grew by since; the run's
+// progress callback calls it after every step (a compare when nothing grew).
+// What a step allocates and fills at once in a new growth stays on 4 KiB
+// pages; with growths of 256 MiB that was 13% of fleet_speed.ini's memory,
+// with 1 GiB 2% (README, Fleet scale).
+//
+// An earlier version set glibc's tunables (glibc.malloc.hugetlb=1 and
+// top_pad) and executed the process again, since glibc reads them only at
+// start; the second start cost the Azure run about 2% (README, Fleet scale).
+// Results do not depend on the switch: only where the memory lies changes.
 #pragma once
+
+#include <unistd.h>
 
 #include <string>
 
 namespace testbed {
 
-// The tunables the switch adds to GLIBC_TUNABLES.
-extern const char* const kHugePageTunables;
-
-// Called first thing in main. In the process the switch executed, it puts
-// GLIBC_TUNABLES back as it was and remembers that the tunables apply.
-void restore_environment_after_huge_pages_exec();
-
-// What applies to this process, for the results file (/run huge_pages): "on"
-// (the switch executed it with the tunables), "environment" (the user's
-// GLIBC_TUNABLES already sets one of them, so it was left as it is) or "off".
+// What applies to this process, for the results file (/run huge_pages): "on",
+// "environment" (the user's GLIBC_TUNABLES or MALLOC_* variables already set
+// malloc's pages, heap steps, mapping threshold or arenas, so they were left as
+// they are) or "off".
 std::string huge_pages_state();
 
 // Why huge pages cannot be had here ("" when they can): the kernel's THP mode
-// is `never` or unknown, or glibc is older than 2.35 (no hugetlb tunable).
+// is `never` or unknown.
 std::string huge_pages_unavailable_reason();
 
-// driver.huge_pages = on, or auto on a simulated run: executes this process
-// again with the tunables. It does not return when it does that. It returns
-// at once when the switch ran already, when GLIBC_TUNABLES sets the tunables,
-// for off, or for auto when huge pages are unavailable. For on where they are
-// unavailable it throws a ConfigError naming driver.huge_pages. When the exec
-// itself fails it throws std::runtime_error.
+// driver.huge_pages = on, or auto on a simulated run: sets malloc up and
+// advises the heap (above). It does nothing for off, for auto on a run that
+// is not simulated, when it ran already, when the user's environment sets
+// malloc up (state "environment"), or for auto where huge pages are
+// unavailable. For on where they are unavailable, or where the kernel refuses
+// the advice, it throws a ConfigError naming driver.huge_pages.
 void apply_huge_pages(const std::string& setting, bool simulated);
+
+namespace huge_pages_detail {
+extern char* advised_end;  // the heap's end when last advised; null while the switch is off
+void advise_to(char* end);
+}  // namespace huge_pages_detail
+
+// Advises the heap's growth since the last call. Costs a compare when the heap
+// did not move, or when the switch is off.
+inline void advise_heap_growth() {
+  if (huge_pages_detail::advised_end == nullptr) return;
+  char* end = static_cast<char*>(sbrk(0));
+  if (end != huge_pages_detail::advised_end) huge_pages_detail::advise_to(end);
+}
 
 }  // namespace testbed

@@ -1,12 +1,16 @@
-// driver.huge_pages (experiments/cli/huge_pages.h): a simulation executes
-// itself again with glibc's huge-page tunables. The results file says what
-// applied (/run huge_pages), the results do not change, a bad value or an
-// impossible "on" is an exit-2 error naming the key, the user's own
-// GLIBC_TUNABLES is left as it is, and the executed process puts the
-// environment back before anything it starts can see it.
+// driver.huge_pages (experiments/cli/huge_pages.h): a simulation sets glibc's
+// malloc up in its own process and advises its heap for transparent huge
+// pages. The results file says what applied (/run huge_pages), the results do
+// not change, a bad value or an impossible "on" is an exit-2 error naming the
+// key, the user's own malloc settings are left as they are, and the heap's
+// first growth and every later one are advised (the kernel's VmFlags say so).
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "experiments/cli/huge_pages.h"
 #include "support/cli.h"
@@ -25,6 +29,27 @@ std::string fleet_run(const fs::path& out) {
 }
 
 std::string applied(const fs::path& dir) { return testbed_test::read_text_attr(dir / "results.h5", "run", "huge_pages"); }
+
+// The kernel's VmFlags for the mapping that holds p ("" when none does).
+std::string vm_flags(const void* p) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    uintptr_t from = 0, to = 0;
+    char dash = 0;
+    std::istringstream range(line);
+    if (range >> std::hex >> from >> dash >> to && dash == '-') {
+      inside = from <= at && at < to;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+bool advised(const void* p) { return (" " + vm_flags(p) + " ").find(" hg ") != std::string::npos; }
 
 }  // namespace
 
@@ -74,27 +99,50 @@ TEST_CASE("the user's GLIBC_TUNABLES for malloc's pages is used as it is", "[cli
   CHECK(applied(dir) == "environment");
 }
 
-TEST_CASE("the executed process puts GLIBC_TUNABLES back as it was", "[cli][huge_pages]") {
-  // What the switch leaves for the process it executes: the tunables appended
-  // to the user's, and the user's value beside them.
-  {
-    ScopedEnv marker("TESTBED_HUGE_PAGES_EXEC", "=glibc.malloc.check=0");
-    ScopedEnv tunables("GLIBC_TUNABLES", std::string("glibc.malloc.check=0:") + testbed::kHugePageTunables);
-    testbed::restore_environment_after_huge_pages_exec();
-    REQUIRE(std::getenv("GLIBC_TUNABLES") != nullptr);
-    CHECK(std::string(std::getenv("GLIBC_TUNABLES")) == "glibc.malloc.check=0");
-    CHECK(std::getenv("TESTBED_HUGE_PAGES_EXEC") == nullptr);
-    CHECK(testbed::huge_pages_state() == "on");
+TEST_CASE("the user's older MALLOC_ variables are used as they are", "[cli][huge_pages]") {
+  const fs::path dir = testbed_test::scratch_dir("testbed_huge_pages", "user_var");
+  ScopedEnv arenas("MALLOC_ARENA_MAX", "2");
+  const auto o = run_cli(fleet_run(dir) + " --driver.huge_pages=on");
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  CHECK(applied(dir) == "environment");
+}
+
+TEST_CASE("the switch advises the heap, and then each growth of it", "[cli][huge_pages]") {
+  const std::string why = testbed::huge_pages_unavailable_reason();
+  REQUIRE(testbed::huge_pages_state() == "off");
+  if (!why.empty()) {
+    WARN("huge pages are not here (" << why << "): only the refusal is checked");
+    CHECK_THROWS_WITH(testbed::apply_huge_pages("on", false), Catch::Contains("driver.huge_pages: on, but " + why));
+    CHECK(testbed::huge_pages_state() == "off");
+    return;
   }
-  {
-    // A user without GLIBC_TUNABLES ends without it.
-    ScopedEnv marker("TESTBED_HUGE_PAGES_EXEC", "-");
-    ScopedEnv tunables("GLIBC_TUNABLES", testbed::kHugePageTunables);
-    testbed::restore_environment_after_huge_pages_exec();
-    CHECK(std::getenv("GLIBC_TUNABLES") == nullptr);
-    CHECK(std::getenv("TESTBED_HUGE_PAGES_EXEC") == nullptr);
+  testbed::apply_huge_pages("auto", /*simulated=*/false);  // auto leaves a real run alone
+  CHECK(testbed::huge_pages_state() == "off");
+  testbed::apply_huge_pages("on", /*simulated=*/false);
+  REQUIRE(testbed::huge_pages_state() == "on");
+  // An allocation comes from the heap, which is advised (its start may lie
+  // in the top the heap had before; its end lies in the growth).
+  constexpr size_t kSmall = 1 << 20, kLarge = size_t{200} << 20;
+  std::vector<char*> kept{static_cast<char*>(std::malloc(kSmall))};
+  const char* const small_end = kept.back() + kSmall - 1;
+  CHECK(advised(small_end));
+  // Past the first 1 GiB the heap grows again: a new mapping, not advised
+  // until the next call (only each block's first page is touched).
+  char* const end = static_cast<char*>(sbrk(0));
+  while (static_cast<char*>(sbrk(0)) <= end) {
+    kept.push_back(static_cast<char*>(std::malloc(kLarge)));
+    REQUIRE(kept.back() != nullptr);
+    static_cast<volatile char*>(kept.back())[0] = 1;
   }
-  // Settled: asking again executes nothing (this test would not return).
-  testbed::apply_huge_pages("on", true);
+  const char* const grown = kept.back() + kLarge - 1;
+  REQUIRE(grown >= end);
+  CHECK_FALSE(advised(grown));
+  testbed::advise_heap_growth();
+  CHECK(advised(grown));
+  CHECK(advised(small_end));
+  for (char* p : kept) std::free(p);
+  // Settled: asking again changes nothing.
+  testbed::apply_huge_pages("off", true);
   CHECK(testbed::huge_pages_state() == "on");
 }
