@@ -12,6 +12,15 @@
 
 #include "engine/common/config_error.h"
 
+// A sanitizer's malloc replaces glibc's, and glibc's mallopt does not reach it.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TESTBED_SANITIZER_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define TESTBED_SANITIZER_MALLOC 1
+#endif
+#endif
+
 namespace testbed {
 
 namespace huge_pages_detail {
@@ -62,9 +71,9 @@ std::string& state() {
 bool user_sets_malloc() {
   if (const char* t = std::getenv("GLIBC_TUNABLES"))
     for (const char* key : {"glibc.malloc.hugetlb", "glibc.malloc.top_pad", "glibc.malloc.mmap_threshold",
-                            "glibc.malloc.arena_max"})
+                            "glibc.malloc.mmap_max", "glibc.malloc.arena_max"})
       if (std::strstr(t, key)) return true;
-  for (const char* var : {"MALLOC_TOP_PAD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_ARENA_MAX"})
+  for (const char* var : {"MALLOC_TOP_PAD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_MMAP_MAX_", "MALLOC_ARENA_MAX"})
     if (std::getenv(var)) return true;
   return false;
 }
@@ -74,13 +83,6 @@ bool user_sets_malloc() {
 std::string huge_pages_state() { return state(); }
 
 std::string huge_pages_unavailable_reason() {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TESTBED_SANITIZER_MALLOC 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define TESTBED_SANITIZER_MALLOC 1
-#endif
-#endif
 #ifdef TESTBED_SANITIZER_MALLOC
   return "this build's malloc is the sanitizer's, which glibc's mallopt does not set up";
 #endif
@@ -133,8 +135,8 @@ void apply_huge_pages(const std::string& setting, bool simulated) {
       const uintptr_t top = reinterpret_cast<uintptr_t>(sbrk(0)) - mallinfo2().keepcost;  // the free top's header
       const uintptr_t boundary = (top + (1 << 20) + kHugePage - 1) & ~(kHugePage - 1);
       // Asking for n bytes gives a chunk of n + 8 rounded up to 16 (glibc, 64 bits).
-      static void* filler = nullptr;
-      if (filler == nullptr) filler = std::malloc(boundary - top - 8);
+      static void* const filler = std::malloc(boundary - top - 8);
+      (void)filler;
       state() = "on";
       return;
     }

@@ -12,9 +12,11 @@
 //  - serves every allocation from that heap, none from a mapping of its own
 //    (M_MMAP_MAX = 0), and keeps every thread on it (M_ARENA_MAX = 1): a
 //    mapping, or another thread's arena, is memory this switch would not see;
-//  - grows the heap once and advises it.
-// advise_heap_growth() then advises whatever the heap grew by since; the run's
-// progress callback calls it after every step (a compare when nothing grew).
+//  - grows the heap once, advises it, and starts its free top on a 2 MiB
+//    boundary (huge_pages.cpp says why).
+// advise_heap_growth() then advises whatever the heap grew by since; the run
+// calls it after every step and before building each engine (a compare when
+// nothing grew).
 // What a step allocates and fills at once in a new growth stays on 4 KiB
 // pages; with growths of 256 MiB that was 13% of fleet_speed.ini's memory,
 // with 1 GiB 2% (README, Fleet scale).
@@ -33,12 +35,12 @@ namespace testbed {
 
 // What applies to this process, for the results file (/run huge_pages): "on",
 // "environment" (the user's GLIBC_TUNABLES or MALLOC_* variables already set
-// malloc's pages, heap steps, mapping threshold or arenas, so they were left as
-// they are) or "off".
+// malloc's pages, heap steps, mappings or arenas, so they were left as they
+// are) or "off".
 std::string huge_pages_state();
 
 // Why huge pages cannot be had here ("" when they can): the kernel's THP mode
-// is `never` or unknown.
+// is `never` or unknown, or the build's malloc is a sanitizer's.
 std::string huge_pages_unavailable_reason();
 
 // driver.huge_pages = on, or auto on a simulated run: sets malloc up and
