@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/common/heap_advice.h"
+
 namespace testbed {
 
 template <class V>
@@ -115,7 +117,10 @@ class FlatHashMap64 {
     return c;
   }
   void rehash(size_t capacity) {
-    std::vector<Slot> old_slots(capacity, Slot{kEmpty, V()});
+    std::vector<Slot> old_slots;
+    old_slots.reserve(capacity);
+    advise_heap_growth();  // before the fill touches it: a router's index tables reach 64 MB each
+    old_slots.assign(capacity, Slot{kEmpty, V()});
     old_slots.swap(slots_);
     mask_ = capacity - 1;
     // The most entries before it grows: (size + 1) * 10 > capacity * 7 once size reaches this.

@@ -1,7 +1,6 @@
 #include "experiments/cli/huge_pages.h"
 
 #include <malloc.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,6 +10,7 @@
 #include <fstream>
 
 #include "engine/common/config_error.h"
+#include "engine/common/heap_advice.h"
 
 // A sanitizer's malloc replaces glibc's, and glibc's mallopt does not reach it.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -22,36 +22,6 @@
 #endif
 
 namespace testbed {
-
-namespace huge_pages_detail {
-
-char* advised_end = nullptr;
-
-namespace {
-
-char* page_down(char* p) {
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(p) & ~(page - 1));
-}
-
-// 0, or the errno of a refused advice.
-int advise(char* from, char* to) {
-  from = page_down(from);
-  if (to <= from) return 0;
-  return madvise(from, static_cast<size_t>(to - from), MADV_HUGEPAGE) == 0 ? 0 : errno;
-}
-
-}  // namespace
-
-void advise_to(char* end) {
-  // A refusal here cannot happen where the first advice was taken (the same
-  // kernel, the same kind of memory); the growth would stay on 4 KiB pages.
-  if (end > advised_end) advise(advised_end, end);
-  // A trimmed heap keeps its advice; what grows back is a new mapping.
-  advised_end = end;
-}
-
-}  // namespace huge_pages_detail
 
 namespace {
 
@@ -125,13 +95,13 @@ void apply_huge_pages(const std::string& setting, bool simulated) {
     if (probe == nullptr) throw std::bad_alloc();
     *static_cast<volatile char*>(probe) = 0;  // used, so the compiler keeps the call
     char* end = static_cast<char*>(sbrk(0));
-    const int err = huge_pages_detail::advise(before, end);
+    const int err = advise_heap_range(before, end);
     std::free(probe);
     if (err != 0) {
       why = std::string("the kernel refused madvise(MADV_HUGEPAGE) on the heap: ") + std::strerror(err);
     } else {
-      huge_pages_detail::advised_end = end;
-      huge_pages_detail::advise_to(static_cast<char*>(sbrk(0)));  // the free may have trimmed it
+      follow_heap_from(end);
+      advise_heap_growth();  // the free may have trimmed it
       const uintptr_t top = reinterpret_cast<uintptr_t>(sbrk(0)) - mallinfo2().keepcost;  // the free top's header
       const uintptr_t boundary = (top + (1 << 20) + kHugePage - 1) & ~(kHugePage - 1);
       // Asking for n bytes gives a chunk of n + 8 rounded up to 16 (glibc, 64 bits).

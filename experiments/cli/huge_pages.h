@@ -14,9 +14,9 @@
 //    mapping, or another thread's arena, is memory this switch would not see;
 //  - grows the heap once, advises it, and starts its free top on a 2 MiB
 //    boundary (huge_pages.cpp says why).
-// advise_heap_growth() then advises whatever the heap grew by since; the run
-// calls it after every step and before building each engine (a compare when
-// nothing grew).
+// advise_heap_growth() (engine/common/heap_advice.h) then advises whatever the
+// heap grew by since; the run calls it after every step and before building
+// each engine, and large tables between allocating and filling themselves.
 // What a step allocates and fills at once in a new growth stays on 4 KiB
 // pages; with growths of 256 MiB that was 13% of fleet_speed.ini's memory,
 // with 1 GiB 2% (README, Fleet scale).
@@ -27,9 +27,9 @@
 // Results do not depend on the switch: only where the memory lies changes.
 #pragma once
 
-#include <unistd.h>
-
 #include <string>
+
+#include "engine/common/heap_advice.h"  // advise_heap_growth
 
 namespace testbed {
 
@@ -50,18 +50,5 @@ std::string huge_pages_unavailable_reason();
 // unavailable. For on where they are unavailable, or where the kernel refuses
 // the advice, it throws a ConfigError naming driver.huge_pages.
 void apply_huge_pages(const std::string& setting, bool simulated);
-
-namespace huge_pages_detail {
-extern char* advised_end;  // the heap's end when last advised; null while the switch is off
-void advise_to(char* end);
-}  // namespace huge_pages_detail
-
-// Advises the heap's growth since the last call. Costs a compare when the heap
-// did not move, or when the switch is off.
-inline void advise_heap_growth() {
-  if (huge_pages_detail::advised_end == nullptr) return;
-  char* end = static_cast<char*>(sbrk(0));
-  if (end != huge_pages_detail::advised_end) huge_pages_detail::advise_to(end);
-}
 
 }  // namespace testbed

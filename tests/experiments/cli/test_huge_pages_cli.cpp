@@ -3,8 +3,11 @@
 // pages. The results file says what applied (/run huge_pages), the results do
 // not change, a bad value or an impossible "on" is an exit-2 error naming the
 // key, the user's own malloc settings are left as they are, and the heap's
-// first growth and every later one are advised (the kernel's VmFlags say so).
+// first growth, every later one, and a large table's memory before it is
+// filled are advised (the kernel's VmFlags say so).
 #include <catch2/catch.hpp>
+#include <malloc.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -12,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/flat_hash_map.h"
 #include "experiments/cli/huge_pages.h"
 #include "support/cli.h"
 #include "support/h5_read.h"
@@ -142,6 +146,18 @@ TEST_CASE("the switch advises the heap, and then each growth of it", "[cli][huge
   CHECK(advised(grown));
   CHECK(advised(small_end));
   for (char* p : kept) std::free(p);
+  // A large table advises its memory between allocating and filling it, with
+  // no call from its owner. With no padding the heap grows by exactly the
+  // table, which then lies in the newest growth, at the heap's end.
+  REQUIRE(mallopt(M_TOP_PAD, 0) == 1);
+  malloc_trim(0);  // the free top goes back to the kernel
+  {
+    char* const old_end = static_cast<char*>(sbrk(0));
+    testbed::FlatHashMap64<uint64_t> table(size_t{1} << 21);  // 4M slots of 16 bytes: 64 MB
+    char* const new_end = static_cast<char*>(sbrk(0));
+    REQUIRE(new_end - old_end >= (32 << 20));
+    CHECK(advised(new_end - 1));
+  }
   // Settled: asking again changes nothing.
   testbed::apply_huge_pages("off", true);
   CHECK(testbed::huge_pages_state() == "on");
