@@ -12,22 +12,29 @@
 
 #include <unistd.h>
 
+#include <atomic>
+
 namespace testbed {
 
 namespace heap_advice_detail {
-extern char* advised_end;  // the heap's end when last advised; null while off
+// The heap's end when last advised; null while off. Atomic: a fleet's worker
+// thread can grow a table while the main thread reports a step (both calls
+// then advise the same range, which is harmless).
+extern std::atomic<char*> advised_end;
 void advise_to(char* end);
 }  // namespace heap_advice_detail
 
 inline void advise_heap_growth() {
-  if (heap_advice_detail::advised_end == nullptr) return;
+  char* const advised = heap_advice_detail::advised_end.load(std::memory_order_relaxed);
+  if (advised == nullptr) return;
   char* end = static_cast<char*>(sbrk(0));
-  if (end != heap_advice_detail::advised_end) heap_advice_detail::advise_to(end);
+  if (end != advised) heap_advice_detail::advise_to(end);
 }
 
-// Starts following the heap from `end` (already advised up to there). 0, or
-// the errno of the kernel's refusal, for advise_heap_range.
-void follow_heap_from(char* end);
+// Starts following the heap, advised from `start` up to `end` already.
+void follow_heap_from(char* start, char* end);
+// madvise(MADV_HUGEPAGE) of [from, to), `from` rounded down to a page: 0, or
+// the errno of the kernel's refusal.
 int advise_heap_range(char* from, char* to);
 
 }  // namespace testbed

@@ -100,13 +100,14 @@ void apply_huge_pages(const std::string& setting, bool simulated) {
     if (err != 0) {
       why = std::string("the kernel refused madvise(MADV_HUGEPAGE) on the heap: ") + std::strerror(err);
     } else {
-      follow_heap_from(end);
+      follow_heap_from(before, end);
       advise_heap_growth();  // the free may have trimmed it
       const uintptr_t top = reinterpret_cast<uintptr_t>(sbrk(0)) - mallinfo2().keepcost;  // the free top's header
       const uintptr_t boundary = (top + (1 << 20) + kHugePage - 1) & ~(kHugePage - 1);
       // Asking for n bytes gives a chunk of n + 8 rounded up to 16 (glibc, 64 bits).
-      static void* const filler = std::malloc(boundary - top - 8);
-      (void)filler;
+      static void* filler = nullptr;
+      if (filler == nullptr && (filler = std::malloc(boundary - top - 8)) != nullptr)
+        *static_cast<volatile char*>(filler) = 0;  // used, so the compiler keeps the call (it dropped an unused one)
       state() = "on";
       return;
     }
