@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/flat_hash_map.h"
@@ -94,22 +95,18 @@ TEST_CASE("a bad driver.huge_pages is an exit-2 error naming the key", "[cli][hu
   CHECK(o.output.find("driver.huge_pages: must be auto, on or off") != std::string::npos);
 }
 
-TEST_CASE("the user's GLIBC_TUNABLES for malloc's pages is used as it is", "[cli][huge_pages]") {
-  const fs::path dir = testbed_test::scratch_dir("testbed_huge_pages", "user");
-  ScopedEnv tunables("GLIBC_TUNABLES", "glibc.malloc.top_pad=1048576");
-  const auto o = run_cli(fleet_run(dir) + " --driver.huge_pages=on");
-  INFO(o.output);
-  REQUIRE(o.status == 0);
-  CHECK(applied(dir) == "environment");
-}
-
-TEST_CASE("the user's older MALLOC_ variables are used as they are", "[cli][huge_pages]") {
-  const fs::path dir = testbed_test::scratch_dir("testbed_huge_pages", "user_var");
-  ScopedEnv arenas("MALLOC_ARENA_MAX", "2");
-  const auto o = run_cli(fleet_run(dir) + " --driver.huge_pages=on");
-  INFO(o.output);
-  REQUIRE(o.status == 0);
-  CHECK(applied(dir) == "environment");
+TEST_CASE("the user's own malloc settings are used as they are", "[cli][huge_pages]") {
+  // glibc's tunables, and the older variable names it still reads.
+  const std::pair<const char*, const char*> settings[] = {{"GLIBC_TUNABLES", "glibc.malloc.top_pad=1048576"},
+                                                           {"MALLOC_ARENA_MAX", "2"}};
+  for (const auto& [name, value] : settings) {
+    const fs::path dir = testbed_test::scratch_dir("testbed_huge_pages", std::string("user_") + name);
+    ScopedEnv user(name, value);
+    const auto o = run_cli(fleet_run(dir) + " --driver.huge_pages=on");
+    INFO(name << "=" << value << ": " << o.output);
+    REQUIRE(o.status == 0);
+    CHECK(applied(dir) == "environment");
+  }
 }
 
 TEST_CASE("the switch advises the heap, and then each growth of it", "[cli][huge_pages]") {
