@@ -39,6 +39,7 @@ bool ReadAheadSource::produce_one() {
         std::lock_guard<std::mutex> lock(mutex_);
         was_empty = queue_.empty();
         queue_.push_back(std::move(*r));
+        num_queued_.store(queue_.size(), std::memory_order_relaxed);
       }
       if (was_empty) ready_.notify_one();
       return true;
@@ -50,6 +51,7 @@ bool ReadAheadSource::produce_one() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     done_ = true;
+    stopped_.store(true, std::memory_order_relaxed);
   }
   ready_.notify_one();
   return false;
@@ -62,6 +64,7 @@ void ReadAheadSource::produce() {
       room_.wait(lock, [&] { return stop_ || queue_.size() < depth_; });
       if (stop_) {
         done_ = true;
+        stopped_.store(true, std::memory_order_relaxed);
         return;
       }
     }
@@ -71,6 +74,9 @@ void ReadAheadSource::produce() {
 
 bool ReadAheadSource::work_ahead() {
   if (producer_kind_ != Producer::Idle) return false;
+  // A hint, checked again under the lock: a full queue or a finished source
+  // is answered without touching either mutex.
+  if (stopped_.load(std::memory_order_relaxed) || num_queued_.load(std::memory_order_relaxed) >= depth_) return false;
   std::unique_lock<std::mutex> producing(produce_mutex_, std::try_to_lock);
   if (!producing.owns_lock()) return false;  // another thread is generating
   {
@@ -103,6 +109,7 @@ std::optional<Request> ReadAheadSource::next() {
       return std::nullopt;
     }
     taken_.swap(queue_);  // the whole batch under one lock
+    num_queued_.store(0, std::memory_order_relaxed);
     lock.unlock();
     room_.notify_one();
   }

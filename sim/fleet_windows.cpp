@@ -28,6 +28,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <sched.h>
+
 #include "sim/fleet_state.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -38,6 +40,18 @@
 #endif
 
 namespace testbed {
+namespace {
+
+// The CPUs this process may run on (its affinity mask: a container's or
+// taskset's share, not every CPU of the machine).
+int available_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return CPU_COUNT(&set);
+}
+
+}  // namespace
 
 // Workers that wait, spinning, for a task: a window, whose instances each
 // takes in turn until none is left, or a replay's KV events, which one
@@ -46,7 +60,7 @@ namespace testbed {
 // ahead (workload.read_ahead: RequestSource::work_ahead) or yields its core.
 class Fleet::WindowTeam {
  public:
-  WindowTeam(Fleet& fleet, int workers) : fleet_(fleet) {
+  WindowTeam(Fleet& fleet, int workers) : spins_before_yield_(spins_before_yield(workers + 1)), fleet_(fleet) {
     try {
       for (int k = 0; k < workers; ++k) threads_.emplace_back([this] { work(); });
     } catch (...) {  // a thread could not start: the others stop before the error leaves
@@ -166,8 +180,18 @@ class Fleet::WindowTeam {
     }
   }
   static constexpr int kSpinsBeforeWork = 64;
-  static void wait(int spins) {
-    if (spins < 256)
+  // Pauses before a waiting thread starts yielding its core. With a core for
+  // every thread of the team, 2^16 (a millisecond or two): windows come every
+  // few microseconds, and each sched_yield is a system call, which on this
+  // project's VM cost the 2-thread fleet_1k.ini slice 4-10 s of system time
+  // in 25 s (README, Fleet scale). With fewer cores than threads, 256: a
+  // spinning thread would hold the core the one it waits for needs.
+  const int spins_before_yield_;
+  static int spins_before_yield(int threads) {
+    return threads <= available_cpus() ? (1 << 16) : 256;
+  }
+  void wait(int spins) const {
+    if (spins < spins_before_yield_)
       TESTBED_SPIN_PAUSE();
     else
       std::this_thread::yield();
