@@ -51,7 +51,6 @@ bool ReadAheadSource::produce_one() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     done_ = true;
-    stopped_.store(true, std::memory_order_relaxed);
   }
   ready_.notify_one();
   return false;
@@ -64,7 +63,6 @@ void ReadAheadSource::produce() {
       room_.wait(lock, [&] { return stop_ || queue_.size() < depth_; });
       if (stop_) {
         done_ = true;
-        stopped_.store(true, std::memory_order_relaxed);
         return;
       }
     }
@@ -76,7 +74,7 @@ bool ReadAheadSource::work_ahead() {
   if (producer_kind_ != Producer::Idle) return false;
   // A hint, checked again under the lock: a full queue or a finished source
   // is answered without touching either mutex.
-  if (stopped_.load(std::memory_order_relaxed) || num_queued_.load(std::memory_order_relaxed) >= depth_) return false;
+  if (done_.load(std::memory_order_relaxed) || num_queued_.load(std::memory_order_relaxed) >= depth_) return false;
   std::unique_lock<std::mutex> producing(produce_mutex_, std::try_to_lock);
   if (!producing.owns_lock()) return false;  // another thread is generating
   {

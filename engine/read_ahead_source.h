@@ -62,14 +62,14 @@ class ReadAheadSource : public RequestSource {
   std::mutex mutex_;
   std::condition_variable ready_, room_;
   std::deque<Request> queue_;        // produced, not yet taken
-  bool done_ = false;                // the producer has stopped (exhausted or failed)
-  // queue_'s size and done_, also written under mutex_ and read without it by
-  // work_ahead: a fleet's idle worker asks every few hundred cycles, and
+  // The producer has stopped (exhausted or failed). Written under mutex_; an
+  // atomic, as is queue_'s size below, so work_ahead can read both without
+  // the lock: a fleet's idle worker asks every few hundred cycles, and
   // locking mutex_ each time kept its cache line moving between the worker's
   // core and the consumer's (the lock calls were 3% of a fleet_1k.ini
   // slice's samples; README, Fleet scale).
-  std::atomic<size_t> num_queued_{0};
-  std::atomic<bool> stopped_{false};
+  std::atomic<bool> done_{false};
+  std::atomic<size_t> num_queued_{0};  // queue_.size(), kept for that read
   std::exception_ptr error_;         // what stopped it, delivered after the queue
   bool stop_ = false;                // the consumer is going away
   std::deque<Request> taken_;        // the consumer's batch, taken under one lock
