@@ -127,6 +127,10 @@ Fleet::Fleet(std::vector<FleetPool> pools, FleetOptions options) : options_(opti
     }
     require(!options_.semantic_cache.enabled, "fleet.threads",
             "the ingress cache learns from finishing requests: more than one thread needs it off");
+    kv_apply_stepped_ = options_.faults.kv_event_delay_s <= 0 &&
+                        std::all_of(pools_.begin(), pools_.end(), [](const auto& pool) {
+                          return !pool->spec.router->wants_kv_events() || pool->spec.router->kv_events_commute();
+                        });
     for (auto& inst : instances_)
       if (MetricsSink* sink = inst->engine->sink()) {
         inst->deferred = sink->make_deferred();
@@ -257,7 +261,9 @@ void Fleet::pull_next_arrival() {
   std::optional<Request> r = read_request();
   if (!r) return;
   auto shared = std::make_shared<Request>(std::move(*r));
+  pending_arrival_ = shared.get();
   loop_.at(shared->arrival_s, kRankArrival, [this, shared](double now) {
+    pending_arrival_ = nullptr;
     arrive(std::move(*shared), now);
     pull_next_arrival();
   });
@@ -375,6 +381,14 @@ void Fleet::place(Request request, double now) {
   kick(target, now);
 }
 
+void Fleet::hash_prompt(Request& request, int block_size) {
+  if (request.prompt_hash_block_size == block_size) return;
+  // Hashed once here; the engine's sequence adopts them.
+  request.prompt_block_hashes.clear();
+  extend_block_hashes(request.prompt_block_hashes, request.prompt, block_size, request.cache_salt);
+  request.prompt_hash_block_size = block_size;
+}
+
 int Fleet::choose_instance(Request& request, double now) {
   Pool* chosen = ingress_;
   if (class_router_) {
@@ -394,12 +408,7 @@ int Fleet::choose_instance(Request& request, double now) {
   const std::vector<InstanceLoad>& load = loads(pool);
   if (pool.spec.engines.size() > 1) {
     const int block_size = pool.spec.engines[0]->kv_cache().block_size();
-    if (pool.spec.router->needs_block_hashes() && request.prompt_hash_block_size != block_size) {
-      // Hashed once here; the engine's sequence adopts them.
-      request.prompt_block_hashes.clear();
-      extend_block_hashes(request.prompt_block_hashes, request.prompt, block_size, request.cache_salt);
-      request.prompt_hash_block_size = block_size;
-    }
+    if (pool.spec.router->needs_block_hashes()) hash_prompt(request, block_size);
     local = pool.spec.router->route(RoutingContext{request, request.prompt_block_hashes, load});
   }
   // A router's choice that takes no request is overruled (InstanceLoad::available).

@@ -151,8 +151,16 @@ class Fleet {
   void window_start(int i, double now);
   void window_end(int i, double end);
   void replay_window(WindowTeam& team);
-  // The merge itself; `apply_aside` takes the routers' KV events (null: they go to the routers here).
-  void merge_window(WindowTeam* apply_aside);
+  // The merge itself; `apply_aside` takes the routers' KV events (null: they go to the routers here,
+  // unless `kv_applied`: the team applied them as the instances were stepped).
+  void merge_window(WindowTeam* apply_aside, bool kv_applied = false);
+  // Instance i's KV events of the window, all at once, to its router (one that commutes them).
+  void apply_window_kv(int i);
+  // On a worker, once the window's KV events are applied: Router::prepare for
+  // the pending arrival, when it is the next event (the window's limit).
+  void prepare_next_route();
+  // The request's prompt hashed in `block_size` blocks, unless it is already.
+  static void hash_prompt(Request& request, int block_size);
   void clear_window();
   // `instance`: the log entry's instance when it is not the event's (kLogNoInstance: none).
   void keep_log(Instance& inst, RequestEvent::Kind kind, int64_t request, int instance = kLogOwnInstance);
@@ -261,6 +269,10 @@ class Fleet {
   std::optional<Request> next_request_;
   std::vector<int> window_;  // the instances with events in this window
   bool window_has_limit_ = false;
+  // Every router that takes KV events commutes them (Router::kv_events_commute)
+  // and none is delayed: a window's are applied as its instances are stepped.
+  bool kv_apply_stepped_ = false;
+  Request* pending_arrival_ = nullptr;  // the next arrival's request, scheduled (pull_next_arrival)
   double window_limit_t_ = 0.0;
   int window_limit_rank_ = 0;
 };

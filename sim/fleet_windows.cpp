@@ -24,6 +24,7 @@
 // at construction (fleet.threads).
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <queue>
 #include <stdexcept>
 #include <thread>
@@ -73,13 +74,50 @@ class Fleet::WindowTeam {
   WindowTeam& operator=(const WindowTeam&) = delete;
 
   // Runs step_window for every instance of `work`; the calling thread works too.
-  void run(const std::vector<int>& work) {
+  // `apply_stepped` (the routers commute KV events: Router::kv_events_commute):
+  // the workers also hand each stepped instance's KV events to its router
+  // (Fleet::apply_window_kv), one worker at a time, in the order the
+  // instances finish, between the instances they step and after; run()
+  // returns once every instance is stepped, and finish_apply() once every
+  // instance's events are applied. The caller's replay goes on meanwhile.
+  void run(const std::vector<int>& work, bool apply_stepped) {
     work_ = &work;
     next_.store(0, std::memory_order_relaxed);
+    apply_stepped_ = apply_stepped;
+    const size_t n = work.size();
+    if (apply_stepped) {
+      if (stepped_capacity_ < n) {
+        stepped_.reset(new std::atomic<int32_t>[n]);
+        stepped_capacity_ = n;
+      }
+      for (size_t k = 0; k < n; ++k) stepped_[k].store(-1, std::memory_order_relaxed);
+      num_stepped_.store(0, std::memory_order_relaxed);
+      num_applied_.store(0, std::memory_order_relaxed);
+    }
     open(kStepKind);
-    take(work);
-    wait_joined(close());
+    take(work, /*worker=*/false);
+    joined_ = close();
+    if (apply_stepped) {
+      for (int spins = 0; num_stepped_.load(std::memory_order_acquire) < n && !failed_.load(std::memory_order_acquire);
+           ++spins)
+        wait(spins);
+      if (!failed_.load(std::memory_order_acquire)) return;
+    }
+    wait_joined(joined_);
+    apply_stepped_ = false;
     if (failed_.load(std::memory_order_acquire)) std::rethrow_exception(error_);  // the run ends: no reset
+  }
+  // After run(work, true): returns once every stepped instance's KV events
+  // are applied (here, for the ones no worker took) and the workers are out.
+  void finish_apply() {
+    if (!apply_stepped_) return;
+    apply_stepped_ = false;
+    const size_t n = work_->size();
+    for (int spins = 0; num_applied_.load(std::memory_order_acquire) < n && !failed_.load(std::memory_order_acquire);
+         ++spins)
+      if (!apply_ready(*work_, /*worker=*/false)) wait(spins);
+    wait_joined(joined_);
+    if (failed_.load(std::memory_order_acquire)) std::rethrow_exception(error_);
   }
 
   // The replay's KV events for the routers, applied by one worker while the
@@ -151,20 +189,74 @@ class Fleet::WindowTeam {
         apply_from(applied, published);
         applied = published;
       } else if (last) {
+        // The window's events are all applied: the router may work ahead on the next decision.
+        try {
+          fleet_.prepare_next_route();
+        } catch (...) {
+          if (!failed_.exchange(true, std::memory_order_acq_rel)) error_ = std::current_exception();
+        }
         return;
       } else {
         TESTBED_SPIN_PAUSE();  // never yields: the caller's replay is feeding it
       }
     }
   }
+  // Whoever holds the applying role (one thread at a time: the router sees
+  // one caller) applies the stepped instances' KV events in the order they
+  // were stepped, until it reaches one not stepped yet. False: nothing was
+  // applied (another thread holds the role, or nothing is ready).
+  bool apply_ready(const std::vector<int>& work, bool worker) {
+    if (applying_.load(std::memory_order_relaxed) || applying_.exchange(true, std::memory_order_acquire)) return false;
+    const size_t n = work.size();
+    const size_t from = num_applied_.load(std::memory_order_relaxed);
+    size_t a = from;
+    try {
+      for (; a < n; ++a) {
+        const int32_t k = stepped_[a].load(std::memory_order_acquire);
+        if (k < 0) break;
+        fleet_.apply_window_kv(work[k]);
+      }
+      // The window's last: the router may work ahead on the next decision
+      // while the caller replays (a worker only: the caller would route next anyway).
+      if (worker && a == n && from < n) fleet_.prepare_next_route();
+    } catch (...) {
+      if (!failed_.exchange(true, std::memory_order_acq_rel)) error_ = std::current_exception();
+    }
+    num_applied_.store(a, std::memory_order_release);
+    applying_.store(false, std::memory_order_release);
+    return a > from;
+  }
+  void mark_stepped(size_t k) {
+    const size_t slot = num_stepped_.fetch_add(1, std::memory_order_acq_rel);
+    stepped_[slot].store(static_cast<int32_t>(k), std::memory_order_release);
+  }
   // A step's own errors are kept with its event (step_window); what escapes
   // that (memory running out) is kept here and rethrown by run().
-  void take(const std::vector<int>& work) {
+  void take(const std::vector<int>& work, bool worker) {
+    const bool apply = apply_stepped_;
     try {
       // Each thread claims its next instance before it steps the one it
       // holds, and loads the next one's records meanwhile (Fleet::load_records):
       // a window's instances are out of the cache.
       const size_t n = work.size();
+      if (apply && worker) {
+        // A worker that applies claims an instance only when it is about to
+        // step it: one held while it applies would keep the caller waiting.
+        for (;;) {
+          apply_ready(work, true);
+          const size_t k = next_.fetch_add(1, std::memory_order_relaxed);
+          if (k >= n) break;
+          fleet_.load_records(work[k]);
+          fleet_.load_buffers(work[k]);
+          fleet_.step_window(work[k]);
+          mark_stepped(k);
+        }
+        // Then the rest, as it is stepped; the caller replays meanwhile.
+        for (int spins = 0; num_applied_.load(std::memory_order_acquire) < n && !failed_.load(std::memory_order_acquire);
+             ++spins)
+          if (!apply_ready(work, true)) wait(spins);
+        return;
+      }
       size_t k = next_.fetch_add(1, std::memory_order_relaxed);
       if (k < n) fleet_.load_records(work[k]);
       while (k < n) {
@@ -172,6 +264,7 @@ class Fleet::WindowTeam {
         if (after < n) fleet_.load_records(work[after]);
         fleet_.load_buffers(work[k]);
         fleet_.step_window(work[k]);
+        if (apply) mark_stepped(k);
         k = after;
       }
     } catch (...) {
@@ -208,7 +301,7 @@ class Fleet::WindowTeam {
         if (apply)
           apply_all();
         else
-          take(*work_);
+          take(*work_, /*worker=*/true);
         done_.fetch_add(1, std::memory_order_acq_rel);
         spins = 0;
         continue;
@@ -242,6 +335,16 @@ class Fleet::WindowTeam {
   std::atomic<bool> final_{false};
   std::atomic<size_t> next_{0};
   std::atomic<int> done_{0};
+  int joined_ = 0;  // the workers that joined the last run()
+  // run(work, true): which instances (their places in work) are stepped, in
+  // the order they were; how many; how many of those are applied; whether a
+  // thread is applying.
+  bool apply_stepped_ = false;
+  std::unique_ptr<std::atomic<int32_t>[]> stepped_;
+  size_t stepped_capacity_ = 0;
+  std::atomic<size_t> num_stepped_{0};
+  std::atomic<size_t> num_applied_{0};
+  std::atomic<bool> applying_{false};
   std::atomic<bool> stop_{false};
   std::atomic<bool> failed_{false};
   std::exception_ptr error_;
@@ -281,7 +384,7 @@ void Fleet::run_windows() {
       load_buffers(window_[0]);
       step_window(window_[0]);
     } else if (!window_.empty()) {
-      team.run(window_);
+      team.run(window_, kv_apply_stepped_);
     }
     replay_window(team);
     loop_.reached(skipped_t);
@@ -419,27 +522,36 @@ void Fleet::keep_log(Instance& inst, RequestEvent::Kind kind, int64_t request, i
 }
 
 void Fleet::replay_window(WindowTeam& team) {
-  // The routers' KV events are applied by a worker meanwhile, in this order,
+  // The routers' KV events: being applied by the team already (WindowTeam::run
+  // with kv_apply_stepped_), or applied by a worker meanwhile, in this order,
   // unless they are delayed (fault.kv_event_delay_s: the loop schedules them).
-  size_t num_batches = 0;
-  for (int i : window_) num_batches += instances_[i]->kv_batches.size();
-  const bool apply_aside = num_batches > 1 && options_.faults.kv_event_delay_s <= 0;
-  if (!apply_aside) return merge_window(nullptr);
-  team.begin_apply(num_batches);
+  const bool applied = kv_apply_stepped_ && window_.size() > 1;
+  if (!applied) {
+    size_t num_batches = 0;
+    for (int i : window_) num_batches += instances_[i]->kv_batches.size();
+    if (num_batches <= 1 || options_.faults.kv_event_delay_s > 0) return merge_window(nullptr);
+    team.begin_apply(num_batches);
+  }
+  const auto finish = [&] {
+    if (applied)
+      team.finish_apply();
+    else
+      team.end_apply();
+  };
   try {
-    merge_window(&team);
+    merge_window(applied ? nullptr : &team, applied);
   } catch (...) {
     try {
-      team.end_apply();
+      finish();
     } catch (...) {  // the replay's own error is the one one thread would have raised first
     }
     throw;
   }
-  team.end_apply();
+  finish();
   clear_window();
 }
 
-void Fleet::merge_window(WindowTeam* team) {
+void Fleet::merge_window(WindowTeam* team, bool kv_applied) {
   struct Next {
     double t;
     int rank;
@@ -472,7 +584,7 @@ void Fleet::merge_window(WindowTeam* team) {
     }
     if (inst.deferred) inst.deferred->deliver(ev.sink_end);
     // The router hears the KV events in the batches the engine published.
-    for (; inst.kv_batches_delivered < inst.kv_batches.size() && inst.kv_batches[inst.kv_batches_delivered] <= ev.kv_end;
+    for (; !kv_applied && inst.kv_batches_delivered < inst.kv_batches.size() && inst.kv_batches[inst.kv_batches_delivered] <= ev.kv_end;
          ++inst.kv_batches_delivered) {
       const size_t end = inst.kv_batches[inst.kv_batches_delivered];
       if (team)
@@ -510,7 +622,23 @@ void Fleet::merge_window(WindowTeam* team) {
       merge.push(Next{next.t, next.rank, next.seq, x.instance, x.k + 1});
     }
   }
-  if (!team) clear_window();  // else once the worker has applied the KV events
+  if (!team && !kv_applied) clear_window();  // else once the KV events are applied
+}
+
+void Fleet::prepare_next_route() {
+  // The caller is replaying: it reads neither the pending request nor the router until this returns.
+  Request* r = pending_arrival_;
+  if (!r || class_router_ || !ingress_ || ingress_->spec.engines.size() < 2) return;
+  if (!window_has_limit_ || window_limit_t_ != r->arrival_s || window_limit_rank_ != kRankArrival) return;
+  Router& router = *ingress_->spec.router;
+  if (!router.needs_block_hashes()) return;
+  hash_prompt(*r, ingress_->spec.engines[0]->kv_cache().block_size());  // as choose_instance would
+  router.prepare(*r, r->prompt_block_hashes);
+}
+
+void Fleet::apply_window_kv(int i) {
+  const Instance& inst = *instances_[i];
+  if (inst.forwarder && !inst.kv_buffer.empty()) inst.forwarder->deliver(inst.kv_buffer.data(), inst.kv_buffer.size());
 }
 
 void Fleet::clear_window() {

@@ -83,6 +83,23 @@ void PrefixIndex::apply(int instance, const KvEvent* events, size_t n) {
   }
 }
 
+void KvEventIndex::prepare(int64_t request, const std::vector<uint64_t>& hashes) {
+  index_.match(hashes, matched_);
+  prepared_ = Prepared{true, request, version_, hashes.size(), hashes.empty() ? 0 : hashes.back()};
+}
+
+const std::vector<int>& KvEventIndex::match(int64_t request, const std::vector<uint64_t>& hashes) {
+  const Prepared& p = prepared_;
+  const bool reuse = p.valid && p.request == request && p.version == version_ && p.size == hashes.size() &&
+                     (hashes.empty() || p.last == hashes.back());
+  prepared_.valid = false;
+  if (reuse)
+    ++num_reused_;
+  else
+    index_.match(hashes, matched_);
+  return matched_;
+}
+
 void PrefixIndex::match(const std::vector<uint64_t>& hashes, std::vector<int>& out) const {
   out.assign(num_instances_, 0);
   constexpr size_t kAhead = 8;  // overlap the table's cache misses (see FlatHashMap64::prefetch)

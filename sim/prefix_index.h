@@ -61,6 +61,44 @@ class PrefixIndex {
   mutable std::vector<std::pair<int, uint64_t>> alive_, next_;  // match()'s scratch: (group, still matching)
 };
 
+// A PrefixIndex built from KV events (the precise routers'), whose match for
+// the next decision may be computed ahead (Router::prepare: by a fleet's
+// worker once a window's events are applied, while the replay goes on) and
+// is kept only while no event has come since and the request is the one it
+// was computed for: a decision's match is the same either way.
+class KvEventIndex {
+ public:
+  KvEventIndex(int num_instances, size_t expected_blocks) : index_(num_instances, expected_blocks) {}
+  void apply(int instance, const KvEvent& event) {
+    ++version_;
+    index_.apply(instance, event);
+  }
+  void apply(int instance, const KvEvent* events, size_t n) {
+    ++version_;
+    index_.apply(instance, events, n);
+  }
+  void prepare(int64_t request, const std::vector<uint64_t>& hashes);
+  // The longest run of leading `hashes` (request `request`'s) each instance holds.
+  const std::vector<int>& match(int64_t request, const std::vector<uint64_t>& hashes);
+  const PrefixIndex& index() const { return index_; }
+  int64_t num_reused() const { return num_reused_; }  // matches answered by a prepared one
+
+ private:
+  PrefixIndex index_;
+  uint64_t version_ = 0;  // KV-event calls so far
+  int64_t num_reused_ = 0;
+  std::vector<int> matched_;
+  // What matched_ was prepared for (valid: not used yet). A block's hash
+  // covers every block before it, so the last hash and the count name the chain.
+  struct Prepared {
+    bool valid = false;
+    int64_t request = 0;
+    uint64_t version = 0;
+    size_t size = 0;
+    uint64_t last = 0;
+  } prepared_;
+};
+
 // What a router sent to each instance, at most `capacity` blocks per instance
 // (least recently routed forgotten first), mirrored into a PrefixIndex.
 class RoutedBlocksLru {

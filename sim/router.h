@@ -47,6 +47,19 @@ class Router {
   virtual void on_kv_events(int instance, const KvEvent* events, size_t n) {
     for (size_t i = 0; i < n; ++i) on_kv_event(instance, events[i]);
   }
+  // True when what the router keeps of KV events depends on each instance's
+  // events alone, in that instance's order, not on how different instances'
+  // events interleave (a PrefixIndex: a bit per instance and block). Between
+  // two routing decisions, a fleet on several threads may then hand each
+  // instance's events over as soon as that instance is stepped, in whatever
+  // order the instances finish; the decisions are those of one thread
+  // (sim/fleet_windows.cpp). False: they come in one thread's order.
+  virtual bool kv_events_commute() const { return false; }
+  // Work a router may do ahead for `request`, whose decision comes next, on
+  // its state as it is now: a fleet's worker calls it while the replay goes
+  // on (sim/fleet_windows.cpp). route() must answer the same with or without
+  // it: what is prepared is used only while nothing it rests on has changed.
+  virtual void prepare(const Request& /*request*/, const std::vector<uint64_t>& /*block_hashes*/) {}
   // The router's view of which instance caches which block, if it keeps one (tests, diagnostics).
   virtual const PrefixIndex* prefix_index() const { return nullptr; }
 };

@@ -16,18 +16,21 @@ class PrefixPreciseRouter : public Router {
   bool wants_kv_events() const override { return true; }
   void on_kv_event(int instance, const KvEvent& e) override { index_.apply(instance, e); }
   void on_kv_events(int instance, const KvEvent* events, size_t n) override { index_.apply(instance, events, n); }
+  bool kv_events_commute() const override { return true; }  // a bit per instance and block
 
   bool needs_block_hashes() const override { return true; }
-  const PrefixIndex* prefix_index() const override { return &index_; }
+  const PrefixIndex* prefix_index() const override { return &index_.index(); }
+  void prepare(const Request& request, const std::vector<uint64_t>& block_hashes) override {
+    index_.prepare(request.id, block_hashes);
+  }
   int route(const RoutingContext& ctx) override {
-    index_.match(ctx.block_hashes, matched_);
-    return longest_match_least_loaded(ctx.loads, matched_, static_cast<int>(next_++ % static_cast<uint64_t>(n_)));
+    const std::vector<int>& matched = index_.match(ctx.request.id, ctx.block_hashes);
+    return longest_match_least_loaded(ctx.loads, matched, static_cast<int>(next_++ % static_cast<uint64_t>(n_)));
   }
 
  private:
   int n_;
-  PrefixIndex index_;
-  std::vector<int> matched_;
+  KvEventIndex index_;
   uint64_t next_ = 0;
 };
 

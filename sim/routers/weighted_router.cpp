@@ -32,10 +32,14 @@ class WeightedRouter : public Router {
   bool wants_kv_events() const override { return true; }
   void on_kv_event(int instance, const KvEvent& e) override { index_.apply(instance, e); }
   void on_kv_events(int instance, const KvEvent* events, size_t n) override { index_.apply(instance, events, n); }
+  bool kv_events_commute() const override { return true; }  // a bit per instance and block
 
   bool needs_block_hashes() const override { return true; }
+  void prepare(const Request& request, const std::vector<uint64_t>& block_hashes) override {
+    index_.prepare(request.id, block_hashes);
+  }
   int route(const RoutingContext& ctx) override {
-    index_.match(ctx.block_hashes, matched_);
+    const std::vector<int>& matched = index_.match(ctx.request.id, ctx.block_hashes);
     int qmin = 1 << 30, qmax = 0;
     for (const InstanceLoad& l : ctx.loads) {
       qmin = std::min(qmin, l.num_waiting);
@@ -48,7 +52,7 @@ class WeightedRouter : public Router {
     for (int k = 0; k < n_; ++k) {
       const int i = (start + k) % n_;
       const InstanceLoad& l = ctx.loads[i];
-      const double prefix = matched_[i] / blocks;
+      const double prefix = matched[i] / blocks;
       const double queue = qmax > qmin ? static_cast<double>(qmax - l.num_waiting) / (qmax - qmin) : 1.0;
       const double kv = 1.0 - l.kv_usage;
       const double score = c_.weight_prefix * prefix + c_.weight_queue * queue + c_.weight_kv * kv;
@@ -63,8 +67,7 @@ class WeightedRouter : public Router {
  private:
   int n_;
   WeightedParams c_;
-  PrefixIndex index_;
-  std::vector<int> matched_;
+  KvEventIndex index_;
   uint64_t next_ = 0;
 };
 

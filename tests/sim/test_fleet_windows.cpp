@@ -56,8 +56,10 @@ struct Outcome {
 
 // `n` instances behind `router`; every engine reports to one recorder (steps and events kept).
 // fail_at[i] > 0: instance i's executor raises an error at that step.
+// `custom`: this router instead of `router`'s.
 Outcome run(int threads, int n, const std::string& router, std::vector<Request> requests, int num_blocks = 400,
-            const std::vector<int>& fail_at = {}, const FaultConfig& faults = {}, double refresh_s = 0.0) {
+            const std::vector<int>& fail_at = {}, const FaultConfig& faults = {}, double refresh_s = 0.0,
+            std::unique_ptr<Router> custom = nullptr) {
   const ModelConfig model = test::micro_model(1000);
   std::shared_ptr<const CostModel> cost = test::linear_cost(model);
   EngineConfig cfg;
@@ -78,7 +80,7 @@ Outcome run(int threads, int n, const std::string& router, std::vector<Request> 
   RouterSetup rs;
   rs.num_instances = n;
   rs.blocks_per_instance = num_blocks;
-  pools[0].router = make_router(router_choice(router), rs);
+  pools[0].router = custom ? std::move(custom) : make_router(router_choice(router), rs);
   FleetOptions options;
   options.sink = &rec;
   options.log_events = true;
@@ -148,6 +150,53 @@ std::vector<Request> simultaneous(int n, int prompt, int output) {
   }
   return out;
 }
+
+// What a RecordingRouter heard and did.
+struct Recording {
+  struct Call {
+    int instance;
+    uint64_t hash;
+    KvEvent::Kind kind;
+    bool operator==(const Call& o) const { return instance == o.instance && hash == o.hash && kind == o.kind; }
+  };
+  std::vector<Call> calls;  // every KV event, in the order it came
+  int64_t prepared = 0, reused = 0;
+  std::vector<Call> of(int instance) const {
+    std::vector<Call> out;
+    for (const Call& c : calls)
+      if (c.instance == instance) out.push_back(c);
+    return out;
+  }
+};
+
+// prefix_precise's decisions, every KV event kept in `rec`; it commutes them or not as asked.
+class RecordingRouter : public Router {
+ public:
+  RecordingRouter(int n, bool commute, Recording& rec) : n_(n), commute_(commute), rec_(rec), index_(n, 4096) {}
+  ~RecordingRouter() override { rec_.reused = index_.num_reused(); }
+  bool wants_kv_events() const override { return true; }
+  bool kv_events_commute() const override { return commute_; }
+  bool needs_block_hashes() const override { return true; }
+  void on_kv_event(int instance, const KvEvent& e) override { on_kv_events(instance, &e, 1); }
+  void on_kv_events(int instance, const KvEvent* events, size_t n) override {
+    for (size_t k = 0; k < n; ++k) rec_.calls.push_back({instance, events[k].block_hash, events[k].kind});
+    index_.apply(instance, events, n);
+  }
+  void prepare(const Request& request, const std::vector<uint64_t>& hashes) override {
+    ++rec_.prepared;
+    index_.prepare(request.id, hashes);
+  }
+  int route(const RoutingContext& ctx) override {
+    return longest_match_least_loaded(ctx.loads, index_.match(ctx.request.id, ctx.block_hashes), next_++ % n_);
+  }
+
+ private:
+  int n_;
+  bool commute_;
+  Recording& rec_;
+  KvEventIndex index_;
+  int next_ = 0;
+};
 
 }  // namespace
 
@@ -251,6 +300,31 @@ TEST_CASE("a fleet on several threads matches one thread under every router", "[
     if (type == "prefix_precise") CHECK(!one.index.empty());
     check_same(one, run(2, 6, type, requests));
     check_same(one, run(4, 6, type, requests));
+  }
+}
+
+TEST_CASE("KV events reach a router in one thread's order, or per instance when it commutes them",
+          "[fleet][threads]") {
+  const std::vector<Request> requests = test::shared_prefix_requests(240, 256, 48, 20, 1000, 11, 0.004);
+  const int n = 6;
+  Recording one;
+  const Outcome base = run(1, n, "", requests, 400, {}, {}, 0.0, std::make_unique<RecordingRouter>(n, false, one));
+  REQUIRE(one.calls.size() > 100);
+  CHECK(one.prepared == 0);  // one thread works ahead of nothing
+  for (int threads : {2, 4}) {
+    INFO(threads << " threads");
+    Recording ordered, commuted;
+    check_same(base, run(threads, n, "", requests, 400, {}, {}, 0.0, std::make_unique<RecordingRouter>(n, false, ordered)));
+    CHECK(ordered.calls == one.calls);  // the very calls one thread makes
+    CHECK(ordered.reused <= ordered.prepared);
+    check_same(base, run(threads, n, "", requests, 400, {}, {}, 0.0, std::make_unique<RecordingRouter>(n, true, commuted)));
+    // Applied as each instance was stepped: every instance's events in its
+    // order, the instances interleaved as they finished.
+    REQUIRE(commuted.calls.size() == one.calls.size());
+    for (int i = 0; i < n; ++i) CHECK(commuted.of(i) == one.of(i));
+    // Whatever a worker prepared ahead (how much depends on when the workers
+    // got a core), the decisions were one thread's (check_same).
+    CHECK(commuted.reused <= commuted.prepared);
   }
 }
 

@@ -61,6 +61,34 @@ TEST_CASE("PrefixIndex finds the longest cached chain per instance", "[router]")
   CHECK(m == std::vector<int>{0, 0, 0});
 }
 
+TEST_CASE("a match prepared ahead is used only while nothing has changed", "[router][threads]") {
+  KvEventIndex index(3, 64);
+  const auto h = hashes_of(0, 4), other = hashes_of(1000, 4);
+  const auto stored = [&](int instance, uint64_t hash, bool first) {
+    index.apply(instance, KvEvent{KvEvent::Kind::BlockStored, hash, 0, 16, first});
+  };
+  for (int b = 0; b < 4; ++b) stored(0, h[b], b == 0);
+  for (int b = 0; b < 2; ++b) stored(1, other[b], b == 0);
+  // Prepared, then asked for the same request on the same index: reused.
+  index.prepare(7, h);
+  CHECK(index.match(7, h) == std::vector<int>{4, 0, 0});
+  CHECK(index.num_reused() == 1);
+  // Used once: asked again, it is computed.
+  CHECK(index.match(7, h) == std::vector<int>{4, 0, 0});
+  CHECK(index.num_reused() == 1);
+  // An event since: the fresh answer, not the prepared one.
+  index.prepare(7, h);
+  for (int b = 0; b < 4; ++b) stored(2, h[b], b == 0);
+  CHECK(index.match(7, h) == std::vector<int>{4, 0, 4});
+  CHECK(index.num_reused() == 1);
+  // Another request, or the same id with another chain: computed.
+  index.prepare(7, h);
+  CHECK(index.match(8, other) == std::vector<int>{0, 2, 0});
+  index.prepare(7, h);
+  CHECK(index.match(7, other) == std::vector<int>{0, 2, 0});
+  CHECK(index.num_reused() == 1);
+}
+
 TEST_CASE("round_robin and random spread requests over every instance", "[router]") {
   std::vector<InstanceLoad> loads(4);
   const auto h = hashes_of(0, 2);
