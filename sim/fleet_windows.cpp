@@ -111,12 +111,9 @@ class Fleet::WindowTeam {
   // are applied (here, for the ones no worker took) and the workers are out.
   void finish_apply() {
     if (!apply_stepped_) return;
-    apply_stepped_ = false;
-    const size_t n = work_->size();
-    for (int spins = 0; num_applied_.load(std::memory_order_acquire) < n && !failed_.load(std::memory_order_acquire);
-         ++spins)
-      if (!apply_ready(*work_, /*worker=*/false)) wait(spins);
+    apply_rest(*work_, /*worker=*/false);
     wait_joined(joined_);
+    apply_stepped_ = false;  // once the workers, which read it, are out
     if (failed_.load(std::memory_order_acquire)) std::rethrow_exception(error_);
   }
 
@@ -226,6 +223,13 @@ class Fleet::WindowTeam {
     applying_.store(false, std::memory_order_release);
     return a > from;
   }
+  // Applies the instances' events as they are stepped until all are (or a step failed).
+  void apply_rest(const std::vector<int>& work, bool worker) {
+    const size_t n = work.size();
+    for (int spins = 0; num_applied_.load(std::memory_order_acquire) < n && !failed_.load(std::memory_order_acquire);
+         ++spins)
+      if (!apply_ready(work, worker)) wait(spins);
+  }
   void mark_stepped(size_t k) {
     const size_t slot = num_stepped_.fetch_add(1, std::memory_order_acq_rel);
     stepped_[slot].store(static_cast<int32_t>(k), std::memory_order_release);
@@ -251,10 +255,7 @@ class Fleet::WindowTeam {
           fleet_.step_window(work[k]);
           mark_stepped(k);
         }
-        // Then the rest, as it is stepped; the caller replays meanwhile.
-        for (int spins = 0; num_applied_.load(std::memory_order_acquire) < n && !failed_.load(std::memory_order_acquire);
-             ++spins)
-          if (!apply_ready(work, true)) wait(spins);
+        apply_rest(work, true);  // as it is stepped; the caller replays meanwhile
         return;
       }
       size_t k = next_.fetch_add(1, std::memory_order_relaxed);
@@ -584,7 +585,9 @@ void Fleet::merge_window(WindowTeam* team, bool kv_applied) {
     }
     if (inst.deferred) inst.deferred->deliver(ev.sink_end);
     // The router hears the KV events in the batches the engine published.
-    for (; !kv_applied && inst.kv_batches_delivered < inst.kv_batches.size() && inst.kv_batches[inst.kv_batches_delivered] <= ev.kv_end;
+    // (Unless the team applied them as the instances were stepped.)
+    const size_t num_batches = kv_applied ? 0 : inst.kv_batches.size();
+    for (; inst.kv_batches_delivered < num_batches && inst.kv_batches[inst.kv_batches_delivered] <= ev.kv_end;
          ++inst.kv_batches_delivered) {
       const size_t end = inst.kv_batches[inst.kv_batches_delivered];
       if (team)

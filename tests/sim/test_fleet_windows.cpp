@@ -314,10 +314,13 @@ TEST_CASE("KV events reach a router in one thread's order, or per instance when 
   for (int threads : {2, 4}) {
     INFO(threads << " threads");
     Recording ordered, commuted;
-    check_same(base, run(threads, n, "", requests, 400, {}, {}, 0.0, std::make_unique<RecordingRouter>(n, false, ordered)));
+    const auto recording = [&](bool commute, Recording& rec) {
+      return run(threads, n, "", requests, 400, {}, {}, 0.0, std::make_unique<RecordingRouter>(n, commute, rec));
+    };
+    check_same(base, recording(false, ordered));
     CHECK(ordered.calls == one.calls);  // the very calls one thread makes
     CHECK(ordered.reused <= ordered.prepared);
-    check_same(base, run(threads, n, "", requests, 400, {}, {}, 0.0, std::make_unique<RecordingRouter>(n, true, commuted)));
+    check_same(base, recording(true, commuted));
     // Applied as each instance was stepped: every instance's events in its
     // order, the instances interleaved as they finished.
     REQUIRE(commuted.calls.size() == one.calls.size());
