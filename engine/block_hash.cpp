@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "engine/request.h"
+
 namespace testbed {
 namespace {
 
@@ -59,6 +61,13 @@ void extend_block_hashes(std::vector<uint64_t>& hashes, const std::vector<int32_
     parent = hash_block(parent, tokens.data() + b * block_size, block_size);
     hashes.push_back(parent);
   }
+}
+
+void hash_prompt(Request& request, int block_size) {
+  if (request.prompt_hash_block_size == block_size) return;
+  request.prompt_block_hashes.clear();
+  extend_block_hashes(request.prompt_block_hashes, request.prompt, block_size, request.cache_salt);
+  request.prompt_hash_block_size = block_size;
 }
 
 }  // namespace testbed

@@ -8,6 +8,8 @@
 
 namespace testbed {
 
+struct Request;
+
 // Hash of the (empty) parent of a sequence's first block, for a cache salt.
 uint64_t root_block_hash(uint64_t cache_salt);
 
@@ -18,5 +20,9 @@ uint64_t hash_block(uint64_t parent, const int32_t* tokens, int num_tokens);
 // Extend `hashes` to cover every full block of `tokens` (hashes already there are kept).
 void extend_block_hashes(std::vector<uint64_t>& hashes, const std::vector<int32_t>& tokens,
                          int block_size, uint64_t cache_salt);
+
+// The request's prompt hashed in `block_size` blocks (prompt_block_hashes),
+// unless it is already; the engine's sequence adopts them.
+void hash_prompt(Request& request, int block_size);
 
 }  // namespace testbed

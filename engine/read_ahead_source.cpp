@@ -29,11 +29,7 @@ bool ReadAheadSource::produce_one() {
   try {
     std::optional<Request> r = inner_->next();
     if (r) {
-      if (hash_block_size_ > 0 && r->prompt_hash_block_size != hash_block_size_) {
-        r->prompt_block_hashes.clear();
-        extend_block_hashes(r->prompt_block_hashes, r->prompt, hash_block_size_, r->cache_salt);
-        r->prompt_hash_block_size = hash_block_size_;
-      }
+      if (hash_block_size_ > 0) hash_prompt(*r, hash_block_size_);
       bool was_empty;
       {
         std::lock_guard<std::mutex> lock(mutex_);

@@ -381,14 +381,6 @@ void Fleet::place(Request request, double now) {
   kick(target, now);
 }
 
-void Fleet::hash_prompt(Request& request, int block_size) {
-  if (request.prompt_hash_block_size == block_size) return;
-  // Hashed once here; the engine's sequence adopts them.
-  request.prompt_block_hashes.clear();
-  extend_block_hashes(request.prompt_block_hashes, request.prompt, block_size, request.cache_salt);
-  request.prompt_hash_block_size = block_size;
-}
-
 int Fleet::choose_instance(Request& request, double now) {
   Pool* chosen = ingress_;
   if (class_router_) {

@@ -159,8 +159,6 @@ class Fleet {
   // On a worker, once the window's KV events are applied: Router::prepare for
   // the pending arrival, when it is the next event (the window's limit).
   void prepare_next_route();
-  // The request's prompt hashed in `block_size` blocks, unless it is already.
-  static void hash_prompt(Request& request, int block_size);
   void clear_window();
   // `instance`: the log entry's instance when it is not the event's (kLogNoInstance: none).
   void keep_log(Instance& inst, RequestEvent::Kind kind, int64_t request, int instance = kLogOwnInstance);
@@ -269,12 +267,12 @@ class Fleet {
   std::optional<Request> next_request_;
   std::vector<int> window_;  // the instances with events in this window
   bool window_has_limit_ = false;
+  double window_limit_t_ = 0.0;
+  int window_limit_rank_ = 0;
   // Every router that takes KV events commutes them (Router::kv_events_commute)
   // and none is delayed: a window's are applied as its instances are stepped.
   bool kv_apply_stepped_ = false;
   Request* pending_arrival_ = nullptr;  // the next arrival's request, scheduled (pull_next_arrival)
-  double window_limit_t_ = 0.0;
-  int window_limit_rank_ = 0;
 };
 
 }  // namespace testbed

@@ -31,6 +31,7 @@
 
 #include <sched.h>
 
+#include "engine/block_hash.h"
 #include "sim/fleet_state.h"
 
 #if defined(__x86_64__) || defined(__i386__)

@@ -7,8 +7,7 @@
 #include <algorithm>
 
 #include "engine/common/option_table.h"
-#include "sim/prefix_index.h"
-#include "sim/router.h"
+#include "sim/routers/kv_index_router.h"
 
 namespace testbed {
 namespace {
@@ -25,21 +24,12 @@ struct WeightedParams : ParamsOf<WeightedParams> {
   }
 };
 
-class WeightedRouter : public Router {
+class WeightedRouter : public KvIndexRouter {
  public:
   WeightedRouter(int n, const WeightedParams& c, int blocks_per_instance)
-      : n_(n), c_(c), index_(n, static_cast<size_t>(n) * blocks_per_instance) {}
-  bool wants_kv_events() const override { return true; }
-  void on_kv_event(int instance, const KvEvent& e) override { index_.apply(instance, e); }
-  void on_kv_events(int instance, const KvEvent* events, size_t n) override { index_.apply(instance, events, n); }
-  bool kv_events_commute() const override { return true; }  // a bit per instance and block
-
-  bool needs_block_hashes() const override { return true; }
-  void prepare(const Request& request, const std::vector<uint64_t>& block_hashes) override {
-    index_.prepare(request.id, block_hashes);
-  }
+      : KvIndexRouter(n, blocks_per_instance), n_(n), c_(c) {}
   int route(const RoutingContext& ctx) override {
-    const std::vector<int>& matched = index_.match(ctx.request.id, ctx.block_hashes);
+    const std::vector<int>& matched = match(ctx);
     int qmin = 1 << 30, qmax = 0;
     for (const InstanceLoad& l : ctx.loads) {
       qmin = std::min(qmin, l.num_waiting);
@@ -67,7 +57,6 @@ class WeightedRouter : public Router {
  private:
   int n_;
   WeightedParams c_;
-  KvEventIndex index_;
   uint64_t next_ = 0;
 };
 
