@@ -2,9 +2,9 @@
 // malloc up in its own process and advises its heap for transparent huge
 // pages. The results file says what applied (/run huge_pages), the results do
 // not change, a bad value or an impossible "on" is an exit-2 error naming the
-// key, the user's own malloc settings are left as they are, and the heap's
+// key, the user's own malloc settings are left as they are, the heap's
 // first growth, every later one, and a large table's memory before it is
-// filled are advised (the kernel's VmFlags say so).
+// filled are advised (the kernel's VmFlags say so), and a freed top is kept.
 #include <catch2/catch.hpp>
 #include <malloc.h>
 
@@ -98,7 +98,8 @@ TEST_CASE("a bad driver.huge_pages is an exit-2 error naming the key", "[cli][hu
 TEST_CASE("the user's own malloc settings are used as they are", "[cli][huge_pages]") {
   // glibc's tunables, and the older variable names it still reads.
   const std::pair<const char*, const char*> settings[] = {{"GLIBC_TUNABLES", "glibc.malloc.top_pad=1048576"},
-                                                           {"MALLOC_ARENA_MAX", "2"}};
+                                                           {"MALLOC_ARENA_MAX", "2"},
+                                                           {"MALLOC_TRIM_THRESHOLD_", "131072"}};
   for (const auto& [name, value] : settings) {
     const fs::path dir = testbed_test::scratch_dir("testbed_huge_pages", std::string("user_") + name);
     ScopedEnv user(name, value);
@@ -145,7 +146,11 @@ TEST_CASE("the switch advises the heap, and then each growth of it", "[cli][huge
   testbed::advise_heap_growth();
   CHECK(advised(grown));
   CHECK(advised(small_end));
+  // Freed, the blocks join the free top, which stays (M_TRIM_THRESHOLD -1):
+  // handed back, it would come back as a growth on small pages.
+  char* const grown_end = static_cast<char*>(sbrk(0));
   for (char* p : kept) std::free(p);
+  CHECK(static_cast<char*>(sbrk(0)) == grown_end);
   // A large table advises its memory between allocating and filling it, with
   // no call from its owner. With no padding the heap grows by exactly the
   // table, which then lies in the newest growth, at the heap's end.
